@@ -1,0 +1,53 @@
+"""Exception hierarchy. Every error cigeval raises on purpose is a :class:`CigevalError`."""
+
+from __future__ import annotations
+
+
+class CigevalError(Exception):
+    """Base class of all errors raised by cigeval."""
+
+
+class ConfigError(CigevalError):
+    """The user asked for something inconsistent (unknown model spec, rubric, tool, option)."""
+
+
+class InputError(CigevalError):
+    """A sample is malformed: missing field, unknown task, unreadable or unusable image.
+
+    The message always names the sample and the problem, so one bad line in a large
+    JSONL file can be found and fixed.
+    """
+
+    def __init__(self, message: str, sample_id: str | None = None) -> None:
+        self.sample_id = sample_id
+        prefix = f"sample {sample_id!r}: " if sample_id is not None else ""
+        super().__init__(prefix + message)
+
+
+class BackendError(CigevalError):
+    """A model call failed for good (retries exhausted, authentication, bad request)."""
+
+
+class ParseError(CigevalError):
+    """A model reply could not be turned into the expected structure, even after re-asking.
+
+    ``reply`` holds the last raw reply so it can be inspected.
+    """
+
+    def __init__(self, message: str, reply: str | None = None) -> None:
+        self.reply = reply
+        super().__init__(message)
+
+
+class ToolError(CigevalError):
+    """A tool failed to run on its inputs."""
+
+
+class MissingDependency(CigevalError, ImportError):
+    """An optional dependency is not installed; the message says which extra to install."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the optional package {package!r}. "
+            f"Install it with: pip install 'cigeval[{extra}]'"
+        )

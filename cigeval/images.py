@@ -1,0 +1,129 @@
+"""Loading images safely and encoding them once for model calls and cache keys."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from cigeval.errors import InputError
+
+#: Images above this many pixels are refused (decompression-bomb guard). 8192 x 8192.
+MAX_PIXELS = 8192 * 8192
+
+
+def load_image(
+    image: str | Path | Image.Image,
+    *,
+    role: str,
+    sample_id: str | None = None,
+    base_dir: Path | None = None,
+    max_pixels: int = MAX_PIXELS,
+) -> Image.Image:
+    """Open ``image`` as an 8-bit RGB PIL image, or raise :class:`InputError` naming the problem.
+
+    Handles EXIF rotation, palette, alpha (composited on white), 16-bit and float modes.
+    """
+    if isinstance(image, Image.Image):
+        return _check_size(to_rgb(image), role, sample_id, max_pixels)
+    path = Path(image)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    if not path.exists():
+        raise InputError(f"{role} image not found: {path}", sample_id)
+    if path.is_dir():
+        raise InputError(f"{role} image path is a directory: {path}", sample_id)
+    if path.stat().st_size == 0:
+        raise InputError(f"{role} image is an empty (zero-byte) file: {path}", sample_id)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as opened:
+                width, height = opened.size
+                if width * height > max_pixels:
+                    raise InputError(
+                        f"{role} image is too large ({width}x{height} pixels, limit "
+                        f"{max_pixels} pixels): {path}",
+                        sample_id,
+                    )
+                opened.load()
+                loaded = ImageOps.exif_transpose(opened)
+    except InputError:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise InputError(f"{role} image refused as a decompression bomb: {path} ({exc})", sample_id)
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise InputError(f"{role} image is corrupt or not an image: {path} ({exc})", sample_id)
+    return to_rgb(loaded)
+
+
+def _check_size(image: Image.Image, role: str, sample_id: str | None, limit: int) -> Image.Image:
+    if image.width * image.height > limit:
+        raise InputError(f"{role} image is too large ({image.width}x{image.height})", sample_id)
+    if image.width == 0 or image.height == 0:
+        raise InputError(f"{role} image is empty ({image.width}x{image.height})", sample_id)
+    return image
+
+
+def to_rgb(image: Image.Image) -> Image.Image:
+    """Convert any PIL mode to 8-bit RGB; high bit depths are rescaled, not clipped."""
+    if image.mode == "RGB":
+        return image
+    if image.mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        array = np.asarray(image, dtype=np.float64)
+        low, high = float(array.min()), float(array.max())
+        scaled = np.zeros_like(array) if high <= low else (array - low) / (high - low) * 255.0
+        return Image.fromarray(scaled.round().astype(np.uint8), mode="L").convert("RGB")
+    if image.mode == "P" and "transparency" in image.info:
+        image = image.convert("RGBA")
+    if image.mode in ("RGBA", "LA", "PA"):
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(background, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def load_mask(image: Image.Image) -> np.ndarray:
+    """A boolean mask (True = region to edit) from an RGB image of the mask."""
+    gray = np.asarray(image.convert("L"))
+    return gray > 127
+
+
+@dataclass(frozen=True)
+class EncodedImage:
+    """An image encoded once (PNG), with its content hash for cache keys and traces."""
+
+    data: bytes = field(repr=False)
+    mime: str
+    sha256: str
+    width: int
+    height: int
+
+    @classmethod
+    def from_pil(cls, image: Image.Image, fmt: str = "PNG") -> EncodedImage:
+        """Encode a PIL image. PNG is lossless; JPEG is smaller for very large images."""
+        buffer = io.BytesIO()
+        rgb = to_rgb(image)
+        if fmt.upper() == "JPEG":
+            rgb.save(buffer, format="JPEG", quality=95)
+            mime = "image/jpeg"
+        else:
+            rgb.save(buffer, format="PNG", compress_level=1)
+            mime = "image/png"
+        data = buffer.getvalue()
+        return cls(data, mime, hashlib.sha256(data).hexdigest(), rgb.width, rgb.height)
+
+    def data_uri(self) -> str:
+        """The image as a ``data:`` URI, the form OpenAI-compatible servers accept."""
+        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+    def to_pil(self) -> Image.Image:
+        """Decode back to a PIL image."""
+        with Image.open(io.BytesIO(self.data)) as img:
+            return img.convert("RGB")

@@ -1,0 +1,106 @@
+"""Provider-neutral chat messages: what every backend receives and returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from cigeval.images import EncodedImage
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class TextPart:
+    """A piece of text in a message."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image in a message; ``label`` says what it is (e.g. 'source', 'output')."""
+
+    image: EncodedImage
+    label: str = ""
+
+
+Part = TextPart | ImagePart
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message: a role and an ordered list of text and image parts."""
+
+    role: Role
+    parts: tuple[Part, ...]
+
+    @classmethod
+    def text(cls, role: Role, text: str) -> Message:
+        """A message holding a single text part."""
+        return cls(role, (TextPart(text),))
+
+    def text_content(self) -> str:
+        """The concatenated text parts (images omitted)."""
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    def images(self) -> list[EncodedImage]:
+        """The images in this message, in order."""
+        return [p.image for p in self.parts if isinstance(p, ImagePart)]
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Settings that can change a model's answer; all of them are part of the cache key."""
+
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = 0
+    top_p: float | None = None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        """The settings as a plain dict (for cache keys and traces)."""
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "top_p": self.top_p,
+        }
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one call (zeros when the backend does not report them)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """A complete request: messages plus generation settings."""
+
+    messages: tuple[Message, ...]
+    settings: GenerationSettings = field(default_factory=GenerationSettings)
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """A backend's answer: the reply text plus bookkeeping."""
+
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    cached: bool = False

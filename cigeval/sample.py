@@ -1,0 +1,159 @@
+"""The input of an evaluation: one generated or edited image and its conditions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from cigeval.errors import InputError
+from cigeval.tasks.ids import TASK_IDS
+
+#: An image given by path (relative paths resolve against the sample's ``base_dir``)
+#: or directly as a PIL image from Python code.
+ImageLike = str | Path | Image.Image
+
+
+class SampleImages(BaseModel):
+    """The images of a sample, by role. Which roles a task needs is in its TaskSpec."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    output: ImageLike | None = Field(None, description="The generated or edited image to judge.")
+    source: ImageLike | None = Field(None, description="The image that was edited.")
+    mask: ImageLike | None = Field(None, description="Binary mask of the region to edit.")
+    subject: ImageLike | None = Field(
+        None, description="Subject reference image (or both concepts side by side)."
+    )
+    subjects: list[ImageLike] | None = Field(
+        None, description="Two concept reference images (multi_concept_ic)."
+    )
+    control: ImageLike | None = Field(
+        None, description="Control image: canny, hed, depth, openpose, grayscale..."
+    )
+    ground_truth: ImageLike | None = Field(
+        None, description="Reference edit, for the reference-based factor rubrics."
+    )
+    outputs: list[ImageLike] | None = Field(
+        None, description="Several edited images judged together (lmm_score rubric)."
+    )
+
+    def provided(self) -> dict[str, Any]:
+        """The roles that are set, as a dict."""
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+class Sample(BaseModel):
+    """One evaluation input, as read from a JSONL line or built in Python.
+
+    Text fields are optional in the model; the task decides which are required (see
+    :func:`cigeval.tasks.get_task` and :meth:`TaskSpec.validate_sample`).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    id: str = Field(description="Unique identifier of the sample within a run.")
+    task: str = Field(description="One of the seven task ids, e.g. 'text_guided_ie'.")
+    prompt: str | None = None
+    instruction: str | None = None
+    subject: str | None = Field(None, description="Name of the subject, e.g. 'dog'.")
+    concepts: list[str] | None = Field(None, description="Names of the two concepts.")
+    control_type: str | None = Field(None, description="canny, hed, depth, openpose, ...")
+    task_indicator: str | None = Field(
+        None, description="Free-text edit category, e.g. 'Background Change' (lmm_score)."
+    )
+    images: SampleImages = Field(default_factory=SampleImages)
+    model: str | None = Field(None, description="Which generator made the image (passed through).")
+    human: Any = Field(None, description="A human rating, passed through to the result.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Passed through.")
+    base_dir: Path | None = Field(
+        None, exclude=True, description="Directory relative image paths resolve against."
+    )
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_to_str(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) else value
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        if value not in TASK_IDS:
+            raise ValueError(f"unknown task {value!r}; expected one of {', '.join(TASK_IDS)}")
+        return value
+
+    def passthrough(self) -> dict[str, Any]:
+        """Fields copied verbatim into the result record."""
+        out: dict[str, Any] = {}
+        if self.model is not None:
+            out["model"] = self.model
+        if self.human is not None:
+            out["human"] = self.human
+        if self.metadata:
+            out["metadata"] = self.metadata
+        return out
+
+
+def sample_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> Sample:
+    """Validate a raw dict into a :class:`Sample`, with an error that names the sample."""
+    sample_id = str(data.get("id")) if isinstance(data, dict) and "id" in data else None
+    if not isinstance(data, dict):
+        raise InputError(f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return Sample.model_validate({**data, "base_dir": base_dir})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'sample'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise InputError(problems, sample_id=sample_id) from None
+
+
+class SampleLine(BaseModel):
+    """A line of a samples file: either a sample, or the error that stopped it being one."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    line_number: int
+    sample: Sample | None = None
+    raw: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def sample_id(self) -> str:
+        """Best-known identifier: the sample id, the raw id, or ``line:N``."""
+        if self.sample is not None:
+            return self.sample.id
+        if self.raw is not None and "id" in self.raw:
+            return str(self.raw["id"])
+        return f"line:{self.line_number}"
+
+
+def iter_samples_file(path: str | Path) -> Iterator[SampleLine]:
+    """Read a samples JSONL lazily, one :class:`SampleLine` per non-blank line.
+
+    Bad lines become a SampleLine with ``error`` set instead of stopping the run.
+    """
+    path = Path(path)
+    base_dir = path.resolve().parent
+    with path.open("r", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield SampleLine(line_number=number, error=f"line {number}: invalid JSON ({exc})")
+                continue
+            try:
+                sample = sample_from_dict(raw, base_dir=base_dir)
+            except InputError as exc:
+                yield SampleLine(
+                    line_number=number, raw=raw if isinstance(raw, dict) else None, error=str(exc)
+                )
+                continue
+            yield SampleLine(line_number=number, sample=sample, raw=raw)

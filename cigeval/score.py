@@ -1,0 +1,129 @@
+"""The result of evaluating one sample."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from cigeval.trace import Trace
+
+
+class SubScore(BaseModel):
+    """The judgement of one sub-question."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question_id: str = Field(description="Stable id of the sub-question, e.g. 'edit_success'.")
+    question: str = Field(description="The sub-question in words.")
+    score: float | None = Field(description="0-10; None when the sub-question failed.")
+    reasoning: str = ""
+    tool: str | None = Field(None, description="Tool used, or None.")
+    tool_query: str | None = None
+    tool_output: str | None = Field(None, description="The observation shown to the judge.")
+    error: str | None = None
+    judgments: list[float] | None = Field(
+        None, description="Individual scores when several judges were combined."
+    )
+    _tool_images: dict[str, Image.Image] = PrivateAttr(default_factory=dict)
+
+    @property
+    def tool_images(self) -> dict[str, Image.Image]:
+        """Images produced by the tool (e.g. highlighted regions), by role. Not serialised."""
+        return self._tool_images
+
+
+class Score(BaseModel):
+    """Everything known about one sample's evaluation.
+
+    ``value`` is in [0, 1] (the aggregate of the sub-scores divided by 10) or None when the
+    sample ended in ``error``. ``trace`` holds every model call, thought, action and
+    observation; ``config`` the settings that produced it.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    task: str
+    rubric: str = "cigeval"
+    status: Literal["ok", "error"]
+    value: float | None = None
+    sub_scores: list[SubScore] = Field(default_factory=list)
+    error: str | None = None
+    dimensions: dict[str, float | None] = Field(
+        default_factory=dict, description="Named dimensions, e.g. SC, PQ, O for viescore."
+    )
+    details: dict[str, Any] = Field(default_factory=dict, description="Rubric-specific output.")
+    spread: dict[str, float] | None = Field(None, description="Disagreement among judges.")
+    judge: str | None = Field(None, description="Identity of the judge model(s).")
+    passthrough: dict[str, Any] = Field(default_factory=dict)
+    usage: dict[str, int] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+    trace: Trace = Field(default_factory=Trace)
+    _images: dict[str, Image.Image] = PrivateAttr(default_factory=dict)
+
+    @property
+    def images(self) -> dict[str, Image.Image]:
+        """The input images by role (kept for display; not serialised)."""
+        return self._images
+
+    @property
+    def ok(self) -> bool:
+        """True when the evaluation finished with a score."""
+        return self.status == "ok"
+
+    def to_record(self, include_trace: bool = True) -> dict[str, Any]:
+        """The output-JSONL record: id, task, status, score, sub_scores, error, pass-through."""
+        record: dict[str, Any] = {
+            "id": self.id,
+            "task": self.task,
+            "rubric": self.rubric,
+            "status": self.status,
+            "score": self.value,
+            "sub_scores": [s.model_dump(mode="json") for s in self.sub_scores],
+        }
+        if self.error is not None:
+            record["error"] = self.error
+        if self.dimensions:
+            record["dimensions"] = self.dimensions
+        if self.details:
+            record["details"] = self.details
+        if self.spread is not None:
+            record["spread"] = self.spread
+        record.update(self.passthrough)
+        record["judge"] = self.judge
+        record["usage"] = self.usage
+        record["config"] = self.config
+        if include_trace:
+            record["trace"] = [e.model_dump(mode="json") for e in self.trace.events]
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Score:
+        """Rebuild a Score from an output record (images are not restored)."""
+        known = {"id", "task", "rubric", "status", "score", "sub_scores", "error", "dimensions",
+                 "details", "spread", "judge", "usage", "config", "trace"}
+        passthrough = {k: v for k, v in record.items() if k not in known}
+        return cls(
+            id=str(record["id"]),
+            task=record["task"],
+            rubric=record.get("rubric", "cigeval"),
+            status=record["status"],
+            value=record.get("score"),
+            sub_scores=[SubScore.model_validate(s) for s in record.get("sub_scores", [])],
+            error=record.get("error"),
+            dimensions=record.get("dimensions") or {},
+            details=record.get("details") or {},
+            spread=record.get("spread"),
+            judge=record.get("judge"),
+            usage=record.get("usage") or {},
+            config=record.get("config") or {},
+            trace=Trace.model_validate({"events": record.get("trace") or []}),
+            passthrough=passthrough,
+        )
+
+    def _repr_html_(self) -> str:
+        from cigeval.display import score_to_html
+
+        return score_to_html(self)

@@ -1,0 +1,151 @@
+"""Typed trace events: every thought, action, observation and model call of an evaluation.
+
+A :class:`Trace` round-trips through JSONL, so any score can be explained and audited later,
+and agent trajectories can be exported as fine-tuning data.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from cigeval.messages import ImagePart, Message, ModelResponse
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    time: float = Field(default_factory=time.time, description="Unix time of the event.")
+    question_id: str | None = Field(None, description="Sub-question the event belongs to.")
+
+
+class MessageRecord(BaseModel):
+    """A chat message as stored in a trace: text plus the hashes of its images."""
+
+    role: str
+    text: str
+    images: list[dict[str, Any]] = Field(default_factory=list)
+
+    @classmethod
+    def from_message(cls, message: Message) -> MessageRecord:
+        """Record a message; images are kept as content hashes, labels and sizes."""
+        images = [
+            {"sha256": p.image.sha256, "label": p.label, "size": [p.image.width, p.image.height]}
+            for p in message.parts
+            if isinstance(p, ImagePart)
+        ]
+        return cls(role=message.role, text=message.text_content(), images=images)
+
+
+class ModelCallEvent(_Event):
+    """One call to the judge model."""
+
+    type: Literal["model_call"] = "model_call"
+    purpose: str = Field(description="plan, judge, scene_graph, rubric, ...")
+    attempt: int = Field(1, description="1 for the first ask, 2+ for re-asks after a parse error.")
+    model: str
+    messages: list[MessageRecord]
+    reply: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        purpose: str,
+        messages: Iterable[Message],
+        response: ModelResponse,
+        attempt: int = 1,
+        question_id: str | None = None,
+    ) -> ModelCallEvent:
+        """Build the event from the request messages and the backend response."""
+        return cls(
+            purpose=purpose,
+            attempt=attempt,
+            question_id=question_id,
+            model=response.model,
+            messages=[MessageRecord.from_message(m) for m in messages],
+            reply=response.text,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens,
+            latency_s=response.latency_s,
+            cached=response.cached,
+        )
+
+
+class ThoughtEvent(_Event):
+    """The agent's stated reasoning before acting."""
+
+    type: Literal["thought"] = "thought"
+    text: str
+
+
+class ActionEvent(_Event):
+    """The agent chose a tool (or none) for a sub-question."""
+
+    type: Literal["action"] = "action"
+    tool: str | None
+    query: str | None = None
+
+
+class ObservationEvent(_Event):
+    """What a tool returned."""
+
+    type: Literal["observation"] = "observation"
+    tool: str
+    text: str
+    highlighted: bool = False
+    boxes: dict[str, list[list[float]]] = Field(default_factory=dict)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class JudgementEvent(_Event):
+    """A sub-question's final score and reasoning."""
+
+    type: Literal["judgement"] = "judgement"
+    score: float
+    reasoning: str
+
+
+class ErrorEvent(_Event):
+    """Something went wrong; ``stage`` says where."""
+
+    type: Literal["error"] = "error"
+    stage: str
+    message: str
+
+
+TraceEvent = Annotated[
+    ModelCallEvent | ThoughtEvent | ActionEvent | ObservationEvent | JudgementEvent | ErrorEvent,
+    Field(discriminator="type"),
+]
+_EVENT_ADAPTER: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
+
+
+class Trace(BaseModel):
+    """An ordered list of events with JSONL round-trip."""
+
+    events: list[TraceEvent] = Field(default_factory=list)
+
+    def add(self, event: TraceEvent) -> None:
+        """Append an event."""
+        self.events.append(event)
+
+    def model_calls(self) -> list[ModelCallEvent]:
+        """Only the model-call events."""
+        return [e for e in self.events if isinstance(e, ModelCallEvent)]
+
+    def to_jsonl(self) -> str:
+        """One JSON object per line."""
+        return "".join(e.model_dump_json() + "\n" for e in self.events)
+
+    @classmethod
+    def from_jsonl(cls, text: str) -> Trace:
+        """Parse what :meth:`to_jsonl` wrote."""
+        events = [_EVENT_ADAPTER.validate_python(json.loads(line)) for line in text.splitlines() if line.strip()]
+        return cls(events=events)
