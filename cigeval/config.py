@@ -69,6 +69,9 @@ class EvalConfig(BaseModel):
     grounding: GroundingConfig = Field(default_factory=GroundingConfig)
     difference: DifferenceConfig = Field(default_factory=DifferenceConfig)
     image_format: Literal["PNG", "JPEG"] = "PNG"
+    rubric_options: dict[str, Any] = Field(
+        default_factory=dict, description="Rubric-specific settings, e.g. {'mode': 'online'}."
+    )
 
     def generation(self, temperature: float | None = None) -> GenerationSettings:
         """The generation settings for a judge call."""

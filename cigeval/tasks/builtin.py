@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from cigeval.sample import Sample
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cigeval.sample import Sample
 from cigeval.tasks.spec import SubQuestion, TaskSpec, register_task
 
 
@@ -38,7 +41,9 @@ def _edit_pair(instruction_field: str = "instruction") -> tuple[SubQuestion, Sub
         ),
         SubQuestion(
             id="over_editing",
-            question="Is the edit minimal, leaving what the instruction does not mention unchanged?",
+            question=(
+                "Is the edit minimal, leaving what the instruction does not mention unchanged?"
+            ),
             image_roles=("source", "output"),
             template="over_editing",
             condition_field=instruction_field,
@@ -49,7 +54,7 @@ def _edit_pair(instruction_field: str = "instruction") -> tuple[SubQuestion, Sub
 def _subject_similarity(role: str, qid: str, field: str, query) -> SubQuestion:  # type: ignore[no-untyped-def]
     return SubQuestion(
         id=qid,
-        question=f"Does the subject in the generated image look like the given {field.split('[')[0]}?",
+        question=f"Does the subject in the image look like the given {field.split('[')[0]}?",
         image_roles=(role, "output"),
         template="subject_similarity",
         condition_field=field,

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cigeval.errors import InputError
-from cigeval.sample import Sample
+
+if TYPE_CHECKING:
+    from cigeval.sample import Sample
 
 
 @dataclass(frozen=True)

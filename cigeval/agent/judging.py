@@ -1,0 +1,90 @@
+"""Judging one sub-question: build the scoring request and parse the reply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cigeval.agent.labels import CONDITION_LABELS, role_label
+from cigeval.errors import ParseError
+from cigeval.messages import ImagePart, Message, TextPart
+from cigeval.parsing import extract_json, parse_judgement
+from cigeval.prompts import render
+from cigeval.runtime import SampleRun
+from cigeval.tasks.spec import SubQuestion
+from cigeval.tools.base import ToolResult
+from cigeval.tools.registry import normalize_tool_name
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A final 0-10 score with its reasoning."""
+
+    score: float
+    reasoning: str
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """The judge asked for another thought/action/observation round."""
+
+    thought: str
+    tool: str | None
+    query: str | None
+
+
+def build_judge_messages(
+    run: SampleRun,
+    question: SubQuestion,
+    result: ToolResult | None,
+    can_request_tool: bool,
+    tool_names: list[str],
+) -> list[Message]:
+    """System context plus a user message: rules, labelled images, tool content, condition."""
+    parts: list[TextPart | ImagePart] = [
+        TextPart("RULES:\n" + render(f"{question.template}.j2")),
+    ]
+    replaced = result.images if result is not None else {}
+    for index, role in enumerate(question.image_roles, start=1):
+        if role not in run.images:
+            continue
+        image = replaced.get(role, run.images[role])
+        parts.append(TextPart(f"Image {index}: {role_label(role)}"))
+        parts.append(ImagePart(run.encode(image), role))
+    condition = question.condition_text(run.sample)
+    tail = render(
+        "judge_tail.j2",
+        tool=result.tool if result is not None else None,
+        highlighted=bool(result is not None and result.highlighted),
+        observation=result.text if result is not None and result.text else "",
+        condition_label=CONDITION_LABELS.get(question.condition_field or "", "")
+        if condition
+        else "",
+        condition=condition or "",
+        can_request_tool=can_request_tool,
+        tool_names=", ".join(f'"{n}"' for n in tool_names),
+    )
+    parts.append(TextPart(tail))
+    return [Message.text("system", render("context.j2")), Message("user", tuple(parts))]
+
+
+def parse_judge_reply(
+    text: str, can_request_tool: bool, tool_names: list[str]
+) -> Judgement | ToolRequest:
+    """A :class:`Judgement`, or a :class:`ToolRequest` when the judge may and does ask for one."""
+    if can_request_tool:
+        try:
+            data = extract_json(text, dict)
+        except ParseError:
+            data = None
+        if isinstance(data, dict) and "score" not in data and "tool" in data:
+            known = {normalize_tool_name(n): n for n in tool_names}
+            raw = str(data.get("tool") or "None")
+            key = normalize_tool_name(raw)
+            if key not in known and key != "none":
+                raise ParseError(
+                    f"unknown tool {raw!r}; choose one of {', '.join(tool_names)}", reply=text
+                )
+            query = str(data.get("query") or "").strip() or None
+            return ToolRequest(str(data.get("thought", "")), known.get(key), query)
+    score, reasoning = parse_judgement(text)
+    return Judgement(score, reasoning)

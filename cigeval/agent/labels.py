@@ -1,0 +1,30 @@
+"""Human-readable names for image roles and text conditions used in prompts."""
+
+from __future__ import annotations
+
+ROLE_LABELS: dict[str, str] = {
+    "output": "the AI-generated image to evaluate",
+    "source": "the original image before editing",
+    "mask": "the mask of the region to edit (white = edit here)",
+    "subject": "the reference subject image",
+    "subject_1": "the reference image of the first concept",
+    "subject_2": "the reference image of the second concept",
+    "control": "the processed control image",
+    "ground_truth": "the reference (ground-truth) edit",
+}
+
+CONDITION_LABELS: dict[str, str] = {
+    "prompt": "Text prompt",
+    "instruction": "Editing instruction",
+    "subject": "Subject",
+    "concepts[0]": "Concept",
+    "concepts[1]": "Concept",
+    "control_type": "Control type",
+}
+
+
+def role_label(role: str) -> str:
+    """Describe an image role for the model, e.g. 'source' -> 'the original image...'."""
+    if role.startswith("output_"):
+        return f"edited image {role.split('_', 1)[1]}"
+    return ROLE_LABELS.get(role, role.replace("_", " "))
