@@ -57,9 +57,11 @@ def load_image(
     except InputError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise InputError(f"{role} image refused as a decompression bomb: {path} ({exc})", sample_id)
+        message = f"{role} image refused as a decompression bomb: {path} ({exc})"
+        raise InputError(message, sample_id) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise InputError(f"{role} image is corrupt or not an image: {path} ({exc})", sample_id)
+        message = f"{role} image is corrupt or not an image: {path} ({exc})"
+        raise InputError(message, sample_id) from None
     return to_rgb(loaded)
 
 

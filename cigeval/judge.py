@@ -37,7 +37,10 @@ class JudgeSession:
         self.calls = 0
 
     async def call(
-        self, purpose: str, messages: Sequence[Message], question_id: str | None = None,
+        self,
+        purpose: str,
+        messages: Sequence[Message],
+        question_id: str | None = None,
         attempt: int = 1,
     ) -> str:
         """Send ``messages`` once and return the reply text (recorded in the trace)."""
@@ -71,6 +74,7 @@ class JudgeSession:
                 ]
         assert last_error is not None
         raise ParseError(
-            f"{purpose}: no usable reply after {self.max_parse_retries + 1} attempt(s): {last_error}",
+            f"{purpose}: no usable reply after {self.max_parse_retries + 1} attempt(s): "
+            f"{last_error}",
             reply=last_error.reply,
         )

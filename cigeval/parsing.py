@@ -101,7 +101,9 @@ def parse_score(value: Any, low: float = 0, high: float = 10, *, integer: bool =
 _LOOSE_SCORE = re.compile(
     rf"[\"']?score[\"']?\s*[:=]\s*[\"']?({_NUMBER}(?:\s*(?:/|out of)\s*{_NUMBER})?)", re.IGNORECASE
 )
-_LOOSE_REASONING = re.compile(r"[\"']?reasoning[\"']?\s*[:=]\s*[\"']?(.+)", re.IGNORECASE | re.DOTALL)
+_LOOSE_REASONING = re.compile(
+    r"[\"']?reasoning[\"']?\s*[:=]\s*[\"']?(.+)", re.IGNORECASE | re.DOTALL
+)
 
 
 def parse_judgement(text: str, low: float = 0, high: float = 10) -> tuple[float, str]:
@@ -124,7 +126,9 @@ def parse_judgement(text: str, low: float = 0, high: float = 10) -> tuple[float,
         rf"\b({_NUMBER}\s*(?:/|out of)\s*{high:g})\b", text
     )
     if match is None:
-        raise ParseError('no score found; expected JSON like {"score": 7, "reasoning": "..."}', text)
+        raise ParseError(
+            'no score found; expected JSON like {"score": 7, "reasoning": "..."}', text
+        )
     score = parse_score(match.group(1), low, high)
     reason_match = _LOOSE_REASONING.search(text)
     reasoning = reason_match.group(1).strip().strip("\"'}") if reason_match else text.strip()

@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 
 from cigeval.backends.base import Backend
 from cigeval.config import EvalConfig, RunConfig
-from cigeval.errors import CigevalError, ConfigError, InputError
+from cigeval.ensemble import EnsembleConfig, Judge, build_judges, combine_scores
+from cigeval.errors import ConfigError, InputError
 from cigeval.judge import JudgeSession
 from cigeval.rubrics import get_rubric
 from cigeval.runtime import SampleRun, load_sample_images
@@ -48,16 +49,19 @@ def run_sync(awaitable: Awaitable[T]) -> T:
 def _error_score(sample_id: str, task: str, rubric: str, message: str, **extra: Any) -> Score:
     trace = Trace()
     trace.add(ErrorEvent(stage="input", message=message))
-    return Score(id=sample_id, task=task, rubric=rubric, status="error", error=message,
-                 trace=trace, **extra)
+    return Score(
+        id=sample_id, task=task, rubric=rubric, status="error", error=message, trace=trace, **extra
+    )
 
 
 class Evaluator:
-    """A judge model plus settings, built once and called on one sample or thousands.
+    """A judge model (or an ensemble of judges) plus settings, built once and called on one
+    sample or thousands.
 
     ``model`` is a spec string (``openai:gpt-4o-2024-05-13``,
     ``openai:my-model@http://localhost:8000/v1``, ``hf:/path/to/weights``), a LangChain chat
-    model, or any :class:`cigeval.backends.Backend`.
+    model, any :class:`cigeval.backends.Backend`, or a list of these (an ensemble; see
+    :class:`cigeval.ensemble.EnsembleConfig`).
     """
 
     def __init__(
@@ -67,22 +71,38 @@ class Evaluator:
         config: EvalConfig | None = None,
         run_config: RunConfig | None = None,
         base_url: str | None = None,
+        ensemble: EnsembleConfig | None = None,
         **config_overrides: Any,
     ) -> None:
         from cigeval.backends import ResponseCache, resolve_backend
 
         base = config or EvalConfig()
         try:
-            self.config = base.model_copy(update=config_overrides) if config_overrides else base
-            if config_overrides:
-                self.config = EvalConfig.model_validate(self.config.model_dump())
+            self.config = (
+                EvalConfig.model_validate({**base.model_dump(), **config_overrides})
+                if config_overrides
+                else base
+            )
         except Exception as exc:
             raise ConfigError(f"invalid evaluation settings: {exc}") from None
         self.run_config = run_config or RunConfig()
+        self.ensemble = ensemble or EnsembleConfig()
         self.rubric = get_rubric(self.config.rubric)
-        self.backend: Backend = resolve_backend(model, base_url=base_url, run_config=self.run_config)
+        models = list(model) if isinstance(model, list | tuple) else [model]
+        if not models:
+            raise ConfigError("at least one model is needed")
+        self.backends: list[Backend] = [
+            resolve_backend(m, base_url=base_url, run_config=self.run_config) for m in models
+        ]
+        self.backend = self.backends[0]
+        self.judges = build_judges(self.backends, self.config.generation(), self.ensemble)
         use_cache = self.run_config.use_cache and self.run_config.cache_dir is not None
         self.tool_cache = ResponseCache(self.run_config.cache_dir) if use_cache else None  # type: ignore[arg-type]
+
+    @property
+    def judge_identity(self) -> str:
+        """The judge model(s), as recorded in each Score."""
+        return ",".join(dict.fromkeys(b.identity for b in self.backends))
 
     def _as_sample(self, item: SampleInput) -> Sample:
         if isinstance(item, Sample):
@@ -93,40 +113,75 @@ class Evaluator:
             return item.sample
         return sample_from_dict(item)
 
+    def _config_record(self) -> dict[str, Any]:
+        record = self.config.record()
+        if len(self.judges) > 1:
+            record["ensemble"] = self.ensemble.model_dump(mode="json")
+        return record
+
+    async def _judge_once(
+        self, sample: Sample, images: dict[str, Any], judge: Judge, encoded: dict[int, Any]
+    ) -> tuple[Score, JudgeSession]:
+        trace = Trace()
+        session = JudgeSession(judge.backend, judge.settings, trace, self.config.max_parse_retries)
+        run = SampleRun(
+            sample, images, self.config, session, trace, self.tool_cache, _encoded=encoded
+        )
+        try:
+            score = await self.rubric.evaluate(run)
+        except Exception as exc:  # one failed judgment must never stop the others
+            message = f"{type(exc).__name__}: {exc}"
+            trace.add(ErrorEvent(stage="evaluate", message=message))
+            score = Score(
+                id=sample.id,
+                task=sample.task,
+                rubric=self.config.rubric,
+                status="error",
+                error=message,
+            )
+        score.trace = trace
+        return score, session
+
     async def evaluate_async(self, item: SampleInput) -> Score:
         """Judge one sample. Never raises for a bad sample: the Score says ``error`` and why."""
         started = time.perf_counter()
         raw_id, raw_task = _identify(item)
         try:
             sample = self._as_sample(item)
-        except InputError as exc:
-            return _error_score(raw_id, raw_task, self.config.rubric, str(exc),
-                                config=self.config.record(), judge=self.backend.identity)
-        trace = Trace()
-        judge = JudgeSession(self.backend, self.config.generation(), trace,
-                             self.config.max_parse_retries)
-        try:
             self.rubric.validate(sample)
             images = load_sample_images(sample)
-            run = SampleRun(sample, images, self.config, judge, trace, self.tool_cache)
-            score = await self.rubric.evaluate(run)
-            score._images.update(images)
-        except Exception as exc:  # one bad sample must never stop the others
-            message = str(exc) if isinstance(exc, CigevalError) else f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, CigevalError) and not isinstance(exc, InputError):
-                message = f"{type(exc).__name__}: {message}"
-            trace.add(ErrorEvent(stage="evaluate", message=message))
-            score = Score(id=sample.id, task=sample.task, rubric=self.config.rubric,
-                          status="error", error=message, trace=trace)
-        score.trace = trace
+        except Exception as exc:
+            message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+            score = _error_score(raw_id, raw_task, self.config.rubric, message)
+            if isinstance(item, Sample):
+                score.passthrough.update(item.passthrough())
+            elif isinstance(item, dict):
+                score.passthrough.update({k: item[k] for k in ("model", "human") if k in item})
+            score.judge, score.config = self.judge_identity, self._config_record()
+            return score
+        encoded: dict[int, Any] = {}
+        outcomes = await asyncio.gather(
+            *(self._judge_once(sample, images, judge, encoded) for judge in self.judges)
+        )
+        if len(outcomes) == 1:
+            score = outcomes[0][0]
+        else:
+            score = combine_scores(
+                [o[0] for o in outcomes],
+                [j.label for j in self.judges],
+                self.ensemble,
+                self.config.aggregate,
+            )
+        sessions = [o[1] for o in outcomes]
+        score._images.update(images)
         score.passthrough.update(sample.passthrough())
-        score.judge = self.backend.identity
-        score.config = self.config.record()
+        score.judge = self.judge_identity
+        score.config = self._config_record()
         score.usage = {
-            "calls": judge.calls,
-            "cached_calls": sum(1 for e in trace.model_calls() if e.cached),
-            "prompt_tokens": judge.usage.prompt_tokens,
-            "completion_tokens": judge.usage.completion_tokens,
+            "calls": sum(s.calls for s in sessions),
+            "cached_calls": sum(1 for e in score.trace.model_calls() if e.cached),
+            "prompt_tokens": sum(s.usage.prompt_tokens for s in sessions),
+            "completion_tokens": sum(s.usage.completion_tokens for s in sessions),
             "wall_ms": round((time.perf_counter() - started) * 1000),
         }
         return score
@@ -176,7 +231,9 @@ class Evaluator:
         await asyncio.gather(*(one(i, x) for i, x in indexed))
         return [r for r in results if r is not None]
 
-    def evaluate_many(self, items: Iterable[SampleInput], concurrency: int | None = None) -> list[Score]:
+    def evaluate_many(
+        self, items: Iterable[SampleInput], concurrency: int | None = None
+    ) -> list[Score]:
         """Synchronous :meth:`evaluate_many_async`."""
         return run_sync(self.evaluate_many_async(items, concurrency))
 
@@ -207,7 +264,10 @@ async def evaluate_async(sample: SampleInput, model: Any, **kwargs: Any) -> Scor
 
 
 def evaluate_many(
-    samples: Iterable[SampleInput] | str | Path, model: Any, *, concurrency: int | None = None,
+    samples: Iterable[SampleInput] | str | Path,
+    model: Any,
+    *,
+    concurrency: int | None = None,
     **kwargs: Any,
 ) -> list[Score]:
     """Judge many samples (a list, or the path of a samples JSONL); results in input order."""

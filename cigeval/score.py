@@ -102,8 +102,22 @@ class Score(BaseModel):
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Score:
         """Rebuild a Score from an output record (images are not restored)."""
-        known = {"id", "task", "rubric", "status", "score", "sub_scores", "error", "dimensions",
-                 "details", "spread", "judge", "usage", "config", "trace"}
+        known = {
+            "id",
+            "task",
+            "rubric",
+            "status",
+            "score",
+            "sub_scores",
+            "error",
+            "dimensions",
+            "details",
+            "spread",
+            "judge",
+            "usage",
+            "config",
+            "trace",
+        }
         passthrough = {k: v for k, v in record.items() if k not in known}
         return cls(
             id=str(record["id"]),

@@ -147,5 +147,9 @@ class Trace(BaseModel):
     @classmethod
     def from_jsonl(cls, text: str) -> Trace:
         """Parse what :meth:`to_jsonl` wrote."""
-        events = [_EVENT_ADAPTER.validate_python(json.loads(line)) for line in text.splitlines() if line.strip()]
+        events = [
+            _EVENT_ADAPTER.validate_python(json.loads(line))
+            for line in text.splitlines()
+            if line.strip()
+        ]
         return cls(events=events)

@@ -78,7 +78,9 @@ def _match_task_id(raw: Any, ids: dict[str, SubQuestion]) -> str:
     raise ParseError(f"unknown task_id {raw!r}; expected one of {', '.join(ids)}")
 
 
-def parse_plan(text: str, questions: tuple[SubQuestion, ...], tools: list[Tool]) -> dict[str, PlanItem]:
+def parse_plan(
+    text: str, questions: tuple[SubQuestion, ...], tools: list[Tool]
+) -> dict[str, PlanItem]:
     """Parse the planner's JSON list into one PlanItem per sub-question id.
 
     Entries are matched by ``task_id``, never by position. Every question needs exactly one

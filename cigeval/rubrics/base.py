@@ -37,9 +37,13 @@ _RUBRICS: dict[str, Rubric] = {}
 def register_rubric(rubric: Rubric, *, replace: bool = False) -> Rubric:
     """Make ``rubric`` selectable with ``rubric=`` / ``--rubric``."""
     if not isinstance(rubric, Rubric):
-        raise ConfigError(f"{rubric!r} is not a Rubric: it needs name, description, validate, evaluate")
+        raise ConfigError(
+            f"{rubric!r} is not a Rubric: it needs name, description, validate, evaluate"
+        )
     if rubric.name in _RUBRICS and not replace:
-        raise ConfigError(f"a rubric named {rubric.name!r} is already registered (pass replace=True)")
+        raise ConfigError(
+            f"a rubric named {rubric.name!r} is already registered (pass replace=True)"
+        )
     _RUBRICS[rubric.name] = rubric
     return rubric
 

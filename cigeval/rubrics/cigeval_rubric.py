@@ -36,8 +36,13 @@ class CigevalRubric:
         spec = get_task(run.sample.task)
         sub_scores = await run_agent(AgentContext(run, spec, self.offered_tools(run)))
         failed = [s for s in sub_scores if s.score is None]
-        score = Score(id=run.sample.id, task=run.sample.task, rubric=self.name, status="ok",
-                      sub_scores=sub_scores)
+        score = Score(
+            id=run.sample.id,
+            task=run.sample.task,
+            rubric=self.name,
+            status="ok",
+            sub_scores=sub_scores,
+        )
         if failed:
             score.status = "error"
             score.error = "; ".join(f"{s.question_id}: {s.error}" for s in failed)

@@ -68,8 +68,10 @@ class TaskSpec:
                 if subjects is None and "subject" in provided:
                     continue  # one side-by-side image holds both concepts
                 if subjects is None or len(subjects) != 2:
-                    problems.append("images.subjects must list two concept images "
-                                    "(or give one side-by-side image as images.subject)")
+                    problems.append(
+                        "images.subjects must list two concept images "
+                        "(or give one side-by-side image as images.subject)"
+                    )
             elif role not in provided:
                 problems.append(f"missing image {role!r} (images.{role})")
         if problems:

@@ -1,0 +1,308 @@
+"""Command line: ``cigeval evaluate``, ``cigeval meta``, ``cigeval tasks``, ``cigeval rubrics``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from cigeval.config import DifferenceConfig, EvalConfig, GroundingConfig, RunConfig
+from cigeval.errors import CigevalError
+from cigeval.sample import SampleLine, iter_samples_file
+
+EXIT_OK, EXIT_SAMPLE_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line usage (exit status 2)."""
+
+
+def _add_evaluate(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "evaluate",
+        help="judge every sample of a JSONL file",
+        description="Judge every sample of SAMPLES.jsonl and append one record per sample to "
+        "--out. Rerunning with the same --out resumes: finished ids are skipped. Exit status: "
+        "0 all ok, 1 some samples ended in error (their records are written), 2 usage error.",
+    )
+    p.add_argument("samples", type=Path, help="samples JSONL (image paths relative to it)")
+    p.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        help="judge model: openai:<name>[@URL], hf:<name or path>; repeat for an ensemble",
+    )
+    p.add_argument("--base-url", help="OpenAI-compatible server URL (else $OPENAI_BASE_URL)")
+    p.add_argument("--out", type=Path, required=True, help="results JSONL (appended, resumable)")
+    p.add_argument(
+        "--rubric", default="cigeval", help="cigeval (default), viescore, lmm_score, ..."
+    )
+    p.add_argument(
+        "--rubric-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="rubric-specific setting, e.g. mode=online (repeatable)",
+    )
+    g = p.add_argument_group("judging")
+    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--max-tokens", type=int, default=1024)
+    g.add_argument("--max-rounds", type=int, default=1, help="tool rounds per sub-question")
+    g.add_argument("--max-parse-retries", type=int, default=2)
+    g.add_argument("--aggregate", default="min", choices=["min", "mean", "median", "max"])
+    g.add_argument("--tools", help="comma-separated tool names offered to the agent ('' = none)")
+    g.add_argument("--grounding-checkpoint", default=GroundingConfig().checkpoint)
+    g.add_argument("--box-threshold", type=float, default=GroundingConfig().box_threshold)
+    g.add_argument("--text-threshold", type=float, default=GroundingConfig().text_threshold)
+    g.add_argument("--diff-threshold", type=int, default=DifferenceConfig().threshold)
+    e = p.add_argument_group("ensembles")
+    e.add_argument(
+        "--samples-per-model",
+        type=int,
+        default=1,
+        help="judgments per model per sample (extra ones at --ensemble-temperature)",
+    )
+    e.add_argument("--ensemble-temperature", type=float, default=0.7)
+    e.add_argument(
+        "--combine",
+        default="mean",
+        choices=["mean", "median", "trimmed_mean", "min", "max", "majority"],
+    )
+    e.add_argument("--combine-level", default="sub_question", choices=["sub_question", "final"])
+    r = p.add_argument_group("running")
+    r.add_argument("--concurrency", type=int, default=8, help="samples evaluated at once")
+    r.add_argument("--rpm", type=float, help="requests-per-minute limit")
+    r.add_argument("--tpm", type=float, help="tokens-per-minute limit")
+    r.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
+    r.add_argument("--max-retries", type=int, default=6, help="retries of a failed call")
+    r.add_argument("--cache-dir", type=Path, help="response cache (default: per-user cache dir)")
+    r.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    r.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="rerun samples recorded as error (their old records are dropped)",
+    )
+    r.add_argument(
+        "--overwrite", action="store_true", help="start --out afresh instead of resuming"
+    )
+    r.add_argument("--no-trace", action="store_true", help="leave the trace out of the records")
+    r.add_argument("--limit", type=int, help="evaluate at most N samples")
+    r.add_argument("--price-table", type=Path, help="JSON: model -> USD per 1M prompt/completion")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _parse_options(pairs: Sequence[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--rubric-option expects KEY=VALUE, got {pair!r}")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+def _configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, Any]:
+    from cigeval.ensemble import EnsembleConfig
+
+    tools = (
+        None if args.tools is None else tuple(t.strip() for t in args.tools.split(",") if t.strip())
+    )
+    try:
+        config = EvalConfig(
+            rubric=args.rubric,
+            temperature=args.temperature,
+            seed=args.seed,
+            max_tokens=args.max_tokens,
+            max_rounds=args.max_rounds,
+            max_parse_retries=args.max_parse_retries,
+            aggregate=args.aggregate,
+            tools=tools,
+            grounding=GroundingConfig(
+                checkpoint=args.grounding_checkpoint,
+                box_threshold=args.box_threshold,
+                text_threshold=args.text_threshold,
+            ),
+            difference=DifferenceConfig(threshold=args.diff_threshold),
+            rubric_options=_parse_options(args.rubric_option),
+        )
+        run_config = RunConfig(
+            concurrency=args.concurrency,
+            requests_per_minute=args.rpm,
+            tokens_per_minute=args.tpm,
+            timeout_s=args.timeout,
+            max_retries=args.max_retries,
+            use_cache=not args.no_cache,
+            **({"cache_dir": args.cache_dir} if args.cache_dir else {}),
+        )
+        ensemble = EnsembleConfig(
+            samples_per_model=args.samples_per_model,
+            temperature=args.ensemble_temperature,
+            combine=args.combine,
+            level=args.combine_level,
+        )
+    except (ValueError, CigevalError) as exc:
+        raise UsageError(str(exc)) from None
+    return config, run_config, ensemble
+
+
+def _pending(
+    lines: Iterator[SampleLine], finished: set[str], limit: int | None, counts: dict[str, int]
+) -> Iterator[SampleLine]:
+    """Samples still to do: skips finished ids and repeated ids (reported, never silent)."""
+    seen: set[str] = set()
+    emitted = 0
+    for line in lines:
+        sample_id = line.sample_id
+        if sample_id in finished:
+            counts["skipped"] += 1
+            continue
+        if sample_id in seen:
+            counts["duplicates"] += 1
+            print(
+                f"warning: sample id {sample_id!r} repeated on line {line.line_number}; "
+                "only its first occurrence is evaluated",
+                file=sys.stderr,
+            )
+            continue
+        if limit is not None and emitted >= limit:
+            return
+        seen.add(sample_id)
+        emitted += 1
+        yield line
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """The ``evaluate`` command."""
+    from tqdm import tqdm
+
+    from cigeval.results_io import ResultsWriter, read_records
+    from cigeval.runner import Evaluator
+    from cigeval.summary import RunSummary, load_price_table
+
+    if not args.samples.is_file():
+        raise UsageError(f"samples file not found: {args.samples}")
+    config, run_config, ensemble = _configs(args)
+    prices = load_price_table(args.price_table) if args.price_table else None
+    try:
+        evaluator = Evaluator(
+            args.model,
+            config=config,
+            run_config=run_config,
+            base_url=args.base_url,
+            ensemble=ensemble,
+        )
+    except CigevalError as exc:
+        raise UsageError(str(exc)) from None
+    summary = RunSummary(prices=prices)
+    previous = (
+        {} if args.overwrite else {str(r["id"]): r.get("status") for r in read_records(args.out)}
+    )
+    with ResultsWriter(
+        args.out,
+        resume=not args.overwrite,
+        retry_errors=args.retry_errors,
+        include_trace=not args.no_trace,
+    ) as writer:
+        summary.previous_errors = sum(
+            1 for i, status in previous.items() if status == "error" and i in writer.finished
+        )
+        counts = {"skipped": 0, "duplicates": 0}
+        with args.samples.open(encoding="utf-8") as handle:
+            total = sum(1 for line in handle if line.strip())
+        todo = max(0, total - len(writer.finished))
+        if args.limit is not None:
+            todo = min(todo, args.limit)
+        pending = _pending(iter_samples_file(args.samples), writer.finished, args.limit, counts)
+        started = time.perf_counter()
+        progress = tqdm(total=todo, disable=args.quiet, unit="sample", file=sys.stderr)
+
+        async def consume() -> None:
+            async for score in evaluator.stream(pending, run_config.concurrency):
+                writer.write(score)
+                summary.add(score)
+                progress.update(1)
+                progress.set_postfix(errors=summary.statuses["error"], refresh=False)
+
+        try:
+            asyncio.run(consume())
+        finally:
+            progress.close()
+        summary.skipped = counts["skipped"]
+    wall = time.perf_counter() - started
+    print(summary.render(wall), file=sys.stderr)
+    if counts["duplicates"]:
+        print(f"{counts['duplicates']} repeated sample id(s) were not evaluated", file=sys.stderr)
+    return EXIT_OK if summary.all_ok else EXIT_SAMPLE_ERRORS
+
+
+def run_tasks(args: argparse.Namespace) -> int:
+    """The ``tasks`` command: the seven tasks and their sub-questions."""
+    from cigeval.tasks import TASK_IDS, get_task
+
+    for task_id in TASK_IDS:
+        spec = get_task(task_id)
+        print(f"{task_id}: {spec.title}")
+        print(
+            f"  text fields: {', '.join(spec.text_fields)}; images: output + "
+            f"{', '.join(r for r in spec.image_roles if r != 'output') or '-'}"
+        )
+        for q in spec.sub_questions:
+            print(f"  - {q.id}: {q.question} [shows {', '.join(q.image_roles)}]")
+    return EXIT_OK
+
+
+def run_rubrics(args: argparse.Namespace) -> int:
+    """The ``rubrics`` command: registered rubrics."""
+    from cigeval.rubrics import get_rubric, rubric_names
+
+    for name in rubric_names():
+        print(f"{name}: {get_rubric(name).description}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the ``cigeval`` command."""
+    parser = argparse.ArgumentParser(prog="cigeval", description=__doc__)
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    _add_evaluate(subparsers)
+    subparsers.add_parser("tasks", help="list the tasks and their sub-questions")
+    subparsers.add_parser("rubrics", help="list the rubrics")
+    try:
+        from cigeval.meta.cli import add_meta_subparser
+    except ImportError:  # pragma: no cover - meta is part of the package
+        pass
+    else:
+        add_meta_subparser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``cigeval`` command; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"evaluate": run_evaluate, "tasks": run_tasks, "rubrics": run_rubrics}
+    try:
+        if args.command == "meta":
+            from cigeval.meta.cli import run_meta
+
+            return run_meta(args)
+        return handlers[args.command](args)
+    except UsageError as exc:
+        print(f"cigeval: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("cigeval: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Rules that combine several judgments of one thing into one number, and their spread."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from cigeval.errors import ConfigError
+
+COMBINE_RULES = ("mean", "median", "trimmed_mean", "min", "max", "majority")
+
+
+def trimmed_mean(values: Sequence[float], fraction: float = 0.2) -> float:
+    """Mean after dropping ``fraction`` of the values at each end (at least one value kept).
+
+    With fewer than three values nothing is dropped.
+    """
+    ordered = sorted(values)
+    cut = int(len(ordered) * fraction)
+    if len(ordered) < 3:
+        cut = 0
+    kept = ordered[cut : len(ordered) - cut] or ordered
+    return sum(kept) / len(kept)
+
+
+def majority(values: Sequence[float], grid: float = 1.0) -> float:
+    """The most common value after snapping to a grid (``grid`` = 1 point on 0-10, 0.1 on 0-1).
+
+    Ties between equally common grid values go to their median, so the rule is symmetric.
+    """
+    if grid <= 0:
+        raise ConfigError("the majority grid step must be positive")
+    snapped = [round(round(v / grid) * grid, 10) for v in values]
+    counts = Counter(snapped)
+    best = max(counts.values())
+    tied = sorted(v for v, c in counts.items() if c == best)
+    return float(statistics.median(tied))
+
+
+def combine(values: Sequence[float], rule: str = "mean", *, grid: float = 1.0) -> float:
+    """Combine ``values`` with a named rule: mean, median, trimmed_mean, min, max, majority."""
+    if not values:
+        raise ValueError("nothing to combine")
+    rules: dict[str, Callable[[Sequence[float]], float]] = {
+        "mean": lambda v: sum(v) / len(v),
+        "median": lambda v: float(statistics.median(v)),
+        "trimmed_mean": trimmed_mean,
+        "min": min,
+        "max": max,
+        "majority": lambda v: majority(v, grid),
+    }
+    try:
+        return float(rules[rule](values))
+    except KeyError:
+        raise ConfigError(
+            f"unknown combine rule {rule!r}; use one of {', '.join(COMBINE_RULES)}"
+        ) from None
+
+
+def spread(values: Sequence[float], tolerance: float) -> dict[str, float]:
+    """How much the judgments disagree.
+
+    ``std`` (population), ``range`` (max - min), and ``agreement``: the share of judgment pairs
+    within ``tolerance`` of each other (1.0 = all agree; 1.0 for a single judgment).
+    """
+    n = len(values)
+    if n == 0:
+        return {"n": 0.0}
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / n)
+    pairs = [(a, b) for i, a in enumerate(values) for b in values[i + 1 :]]
+    agreement = (
+        1.0 if not pairs else sum(abs(a - b) <= tolerance + 1e-12 for a, b in pairs) / len(pairs)
+    )
+    return {"n": float(n), "std": std, "range": max(values) - min(values), "agreement": agreement}
