@@ -91,7 +91,9 @@ class ToolContext:
 
     def question_images(self) -> dict[str, Image.Image]:
         """The images this sub-question shows the judge, by role, in order."""
-        return {role: self.images[role] for role in self.question.image_roles if role in self.images}
+        return {
+            role: self.images[role] for role in self.question.image_roles if role in self.images
+        }
 
 
 @runtime_checkable

@@ -1,0 +1,288 @@
+"""Grounding: find a noun phrase in the images with GroundingDINO (paper §3.2, Grounding).
+
+Uses transformers' zero-shot object detection classes, so any GroundingDINO checkpoint that
+transformers reads works: a hub name or a local directory written by ``save_pretrained``.
+torch and transformers are imported only when a detector first runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+
+from cigeval.config import GroundingConfig
+from cigeval.errors import MissingDependency, ToolError
+from cigeval.images import to_rgb
+from cigeval.tools._format import box_from_record, box_record, fmt_box
+from cigeval.tools._memo import run_once
+from cigeval.tools.base import Box, ToolContext, ToolResult
+from cigeval.tools.highlight import DIM_FACTOR, clip_box, highlight
+
+
+def normalize_query(query: str) -> str:
+    """GroundingDINO's prompt form: lower-case phrases, each ending with '.'.
+
+    ``"Red car, Dog"`` becomes ``"red car. dog."``. Raises :class:`ToolError` when no phrase
+    is left.
+    """
+    phrases = [p.strip() for p in re.split(r"[.;,\n]+", query.lower())]
+    phrases = [" ".join(p.split()) for p in phrases if p.strip()]
+    if not phrases:
+        raise ToolError(f"empty grounding query {query!r}: name the object to look for")
+    return " ".join(f"{p}." for p in phrases)
+
+
+@dataclass
+class _Loaded:
+    processor: Any
+    model: Any
+    device: str
+    # Fast tokenizers fail with "Already borrowed" when one instance is used from two
+    # threads at once, and parallel forwards on a CPU only oversubscribe the cores.
+    lock: threading.Lock
+
+
+_MODELS: dict[tuple[str, str], _Loaded] = {}
+_MODELS_LOCK = threading.Lock()
+_KEY_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+
+
+def clear_detector_cache() -> None:
+    """Forget every loaded GroundingDINO model (frees memory; the next detect reloads)."""
+    with _MODELS_LOCK:
+        _MODELS.clear()
+        _KEY_LOCKS.clear()
+
+
+def _import_torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise MissingDependency("torch", "grounding", "The Grounding tool") from None
+    return torch
+
+
+def _load(checkpoint: str, device: str) -> _Loaded:
+    key = (checkpoint, device)
+    with _MODELS_LOCK:
+        if key in _MODELS:
+            return _MODELS[key]
+        key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+    # A per-checkpoint lock: two threads never load the same model twice, while a slow
+    # download of one checkpoint does not block detection with another.
+    with key_lock:
+        with _MODELS_LOCK:
+            if key in _MODELS:
+                return _MODELS[key]
+        _import_torch()
+        try:
+            from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
+        except ImportError:
+            raise MissingDependency("transformers", "grounding", "The Grounding tool") from None
+        try:
+            processor = AutoProcessor.from_pretrained(checkpoint)
+            model = AutoModelForZeroShotObjectDetection.from_pretrained(checkpoint)
+            model = model.to(device).eval()
+        except Exception as exc:
+            raise ToolError(
+                f"could not load the GroundingDINO checkpoint {checkpoint!r}: {exc}. Pass a "
+                "local directory path (one written by save_pretrained) or check the model "
+                "name; downloading from the Hugging Face hub needs network access."
+            ) from exc
+        loaded = _Loaded(processor, model, device, threading.Lock())
+        with _MODELS_LOCK:
+            _MODELS[key] = loaded
+        return loaded
+
+
+class GroundingDinoDetector:
+    """Open-set object detection with a GroundingDINO checkpoint.
+
+    Nothing is loaded until the first :meth:`detect`; the model is then shared by every
+    detector of the same ``(checkpoint, device)`` in the process. ``device=None`` means CUDA
+    when available, else CPU.
+    """
+
+    def __init__(
+        self,
+        checkpoint: str = "IDEA-Research/grounding-dino-tiny",
+        box_threshold: float = 0.35,
+        text_threshold: float = 0.25,
+        device: str | None = None,
+    ) -> None:
+        self.checkpoint = checkpoint
+        self.box_threshold = box_threshold
+        self.text_threshold = text_threshold
+        self._device = device
+
+    @classmethod
+    def from_config(cls, config: GroundingConfig) -> GroundingDinoDetector:
+        """A detector with the settings of ``config``."""
+        return cls(config.checkpoint, config.box_threshold, config.text_threshold, config.device)
+
+    @property
+    def device(self) -> str:
+        """The torch device the model runs on (resolves ``None`` on first use)."""
+        if self._device is None:
+            torch = _import_torch()
+            self._device = "cuda" if torch.cuda.is_available() else "cpu"
+        return self._device
+
+    def cache_key(self, image_sha256: str, query: str) -> str:
+        """A key naming everything that decides the boxes found in one image for one query."""
+        parts = [
+            "grounding/v1",
+            image_sha256,
+            normalize_query(query),
+            self.checkpoint,
+            repr(self.box_threshold),
+            repr(self.text_threshold),
+        ]
+        return "grounding:" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+    def detect(self, image: Image.Image, query: str) -> list[Box]:
+        """Boxes (pixel coordinates of ``image``) for the phrases of ``query``, best first.
+
+        Blocking: from async code run it in a worker thread.
+        """
+        text = normalize_query(query)
+        loaded = _load(self.checkpoint, self.device)
+        torch = _import_torch()
+        rgb = to_rgb(image)
+        with loaded.lock, torch.inference_mode():
+            inputs = loaded.processor(images=rgb, text=text, return_tensors="pt")
+            inputs = inputs.to(loaded.device)
+            outputs = loaded.model(**inputs)
+            results = loaded.processor.post_process_grounded_object_detection(
+                outputs,
+                inputs["input_ids"],
+                threshold=self.box_threshold,
+                text_threshold=self.text_threshold,
+                target_sizes=[(rgb.height, rgb.width)],
+            )
+        special = set(getattr(loaded.processor.tokenizer, "all_special_tokens", []))
+        found = results[0]
+        boxes: list[Box] = []
+        labels = found.get("text_labels") or found.get("labels") or []
+        for coords, score, label in zip(
+            found["boxes"].tolist(), found["scores"].tolist(), labels, strict=False
+        ):
+            x0, y0, x1, y1 = (float(v) for v in coords)
+            named = Box(x0, y0, x1, y1, label=_clean_label(label, special), score=float(score))
+            box = clip_box(named, rgb.width, rgb.height)
+            if box is not None:
+                boxes.append(box)
+        boxes.sort(key=lambda b: b.score or 0.0, reverse=True)
+        return boxes
+
+
+def _clean_label(label: Any, special: set[str]) -> str:
+    words = [w for w in str(label).split() if w not in special]
+    return " ".join(words).strip(" .") or "object"
+
+
+class GroundingTool:
+    """The Grounding tool: where is the queried object in each image of the sub-question?
+
+    The query is the planner's noun phrase (``ctx.query``), else the sub-question's default
+    query. Found boxes are highlighted; results are memoised per sample and stored in
+    ``ctx.cache`` so one image is never searched twice for the same phrase.
+    """
+
+    name = "Grounding"
+    description = (
+        "Locates a named object (a short noun phrase such as 'red car') in the images with an "
+        "open-set detector and highlights where it is. Useful when a question is about one "
+        "object: whether it is present, its look, or its position."
+    )
+
+    def __init__(self, detector: GroundingDinoDetector | None = None) -> None:
+        """``detector`` overrides the one built from ``ctx.config.grounding``."""
+        self._detector = detector
+
+    def detector_for(self, config: GroundingConfig) -> GroundingDinoDetector:
+        """The detector used for runs with ``config``."""
+        return self._detector or GroundingDinoDetector.from_config(config)
+
+    async def run(self, ctx: ToolContext) -> ToolResult:
+        """Detect the query in every image the sub-question shows and highlight it."""
+        query = ctx.query
+        if not query and ctx.question.default_query is not None:
+            query = ctx.question.default_query(ctx.sample)
+        if not query or not query.strip():
+            return ToolResult(
+                tool=self.name,
+                text=(
+                    "Grounding needs the name of an object to look for, and none was given. "
+                    "Nothing was searched and nothing is highlighted."
+                ),
+            )
+        try:
+            normalize_query(query)
+        except ToolError:
+            return ToolResult(
+                tool=self.name,
+                text=f"The grounding query {query!r} names no object. Nothing is highlighted.",
+            )
+        detector = self.detector_for(ctx.config.grounding)
+        shown = {r: img for r, img in ctx.question_images().items() if r != "mask"}
+        found: dict[str, list[Box]] = {}
+        for role, image in shown.items():
+            found[role] = await self._detect(ctx, detector, image, query)
+        images = {role: highlight(shown[role], boxes) for role, boxes in found.items() if boxes}
+        return ToolResult(
+            tool=self.name,
+            text=_describe(query, found),
+            images=images,
+            boxes={role: boxes for role, boxes in found.items() if boxes},
+            highlighted=bool(images),
+            data={
+                "query": query,
+                "boxes": {role: [box_record(b) for b in boxes] for role, boxes in found.items()},
+            },
+        )
+
+    async def _detect(
+        self, ctx: ToolContext, detector: GroundingDinoDetector, image: Image.Image, query: str
+    ) -> list[Box]:
+        key = detector.cache_key(ctx.encode(image).sha256, query)
+
+        async def compute() -> list[Box]:
+            if ctx.cache is not None:
+                stored = ctx.cache.get(key)
+                if stored is not None:
+                    return [box_from_record(r) for r in stored]
+            boxes = await asyncio.to_thread(detector.detect, image, query)
+            if ctx.cache is not None:
+                ctx.cache.set(key, [box_record(b) for b in boxes])
+            return boxes
+
+        return await run_once(ctx.memo, key, compute)
+
+
+def _describe(query: str, found: dict[str, list[Box]]) -> str:
+    lines = [f"Grounding of {query!r}:"]
+    for role, boxes in found.items():
+        if not boxes:
+            lines.append(f"- {role} image: not found.")
+            continue
+        listed = "; ".join(
+            f"{b.label or 'object'} ({b.score:.2f}) at {fmt_box(b)}"
+            if b.score is not None
+            else f"{b.label or 'object'} at {fmt_box(b)}"
+            for b in boxes
+        )
+        lines.append(f"- {role} image: {len(boxes)} found, as [x0, y0, x1, y1] pixels: {listed}.")
+    if any(found.values()):
+        lines.append(
+            f"The found regions are highlighted; everything else is dimmed to 1/{DIM_FACTOR}."
+        )
+    else:
+        lines.append("Nothing is highlighted.")
+    return "\n".join(lines)

@@ -1,0 +1,123 @@
+"""Scene Graph: the judge model describes each image as JSON objects, attributes and relations.
+
+Following the paper (§3.2, compositional chain-of-thought prompting), the LMM itself writes
+the graph. One call per distinct image per sample: sub-questions that show the same image
+share the graph, even when they run at the same time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image
+
+from cigeval.messages import ImagePart, Message, TextPart
+from cigeval.prompts import render
+from cigeval.tools._memo import run_once
+from cigeval.tools.base import ToolContext, ToolResult
+
+#: The ``purpose`` of the model calls this tool makes (it appears in the trace).
+PURPOSE = "scene_graph"
+TEMPLATE = "scene_graph.j2"
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def extract_json(text: str) -> Any | None:
+    """The first JSON object or array in a model reply, or ``None``.
+
+    Accepts a bare JSON reply, one inside a Markdown code fence, or one surrounded by stray
+    prose; the first candidate that parses wins.
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        stripped = candidate.strip()
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            value = None
+        if isinstance(value, (dict, list)):
+            return value
+        for match in re.finditer(r"[{\[]", stripped):
+            try:
+                value, _ = decoder.raw_decode(stripped, match.start())
+            except ValueError:
+                continue
+            if isinstance(value, (dict, list)):
+                return value
+    return None
+
+
+@dataclass(frozen=True)
+class SceneGraph:
+    """One image's scene graph: ``graph`` is the parsed JSON, or None when the reply was not
+    JSON (``raw`` always holds the reply as written)."""
+
+    raw: str
+    graph: Any | None
+
+    def as_text(self) -> str:
+        """Pretty JSON when parsed, else the raw reply."""
+        if self.graph is None:
+            return self.raw.strip()
+        return json.dumps(self.graph, indent=2, ensure_ascii=False)
+
+
+class SceneGraphTool:
+    """The Scene Graph tool: a structured description of each image the sub-question shows.
+
+    The judge model writes the graph from a prompt in ``cigeval/prompts/scene_graph.j2``.
+    Nothing is highlighted; the observation lists each image's graph under its role.
+    """
+
+    name = "Scene Graph"
+    description = (
+        "Describes each image as a scene graph in JSON: the objects, their attributes "
+        "(colour, count, material, state) and the relationships between them. Useful for "
+        "questions about several objects, counts, attributes or spatial relations."
+    )
+
+    async def run(self, ctx: ToolContext) -> ToolResult:
+        """Get (or reuse) the scene graph of every image the sub-question shows."""
+        shown = {role: img for role, img in ctx.question_images().items() if role != "mask"}
+        if not shown:
+            return ToolResult(tool=self.name, text="This sub-question shows no image to describe.")
+        found = await asyncio.gather(*(scene_graph(ctx, image) for image in shown.values()))
+        graphs = dict(zip(shown, found, strict=True))
+        sections = []
+        for role, graph in graphs.items():
+            if graph.graph is None:
+                head = f"Scene graph of the {role} image (the reply was not JSON; as written):"
+            else:
+                head = f"Scene graph of the {role} image:"
+            sections.append(f"{head}\n{graph.as_text()}")
+        return ToolResult(
+            tool=self.name,
+            text="\n\n".join(sections),
+            data={
+                "scene_graphs": {role: g.graph for role, g in graphs.items()},
+                "parsed": {role: g.graph is not None for role, g in graphs.items()},
+            },
+        )
+
+
+async def scene_graph(ctx: ToolContext, image: Image.Image) -> SceneGraph:
+    """The scene graph of ``image``, asked of the judge model once per sample.
+
+    Memoised in ``ctx.memo`` by the image's content hash, so the same image seen by several
+    sub-questions (or under two roles) costs one call.
+    """
+    encoded = ctx.encode(image)
+
+    async def ask() -> SceneGraph:
+        # The prompt depends only on the image, so one graph serves every sub-question.
+        message = Message("user", (TextPart(render(TEMPLATE)), ImagePart(encoded, "image")))
+        reply = await ctx.call_model(PURPOSE, [message])
+        return SceneGraph(raw=reply, graph=extract_json(reply))
+
+    return await run_once(ctx.memo, f"scene_graph:{encoded.sha256}", ask)
