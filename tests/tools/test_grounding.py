@@ -1,0 +1,296 @@
+"""Grounding with a tiny randomly initialised GroundingDINO built offline in the test."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from cigeval.config import EvalConfig, GroundingConfig
+from cigeval.errors import ToolError
+from cigeval.tools import Box, GroundingDinoDetector, GroundingTool, normalize_query
+from cigeval.tools import grounding as grounding_module
+
+from .conftest import DictCache, MakeCtx
+
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "a", "dog", "cat", "red", "car"]
+
+
+def _build_tiny_grounding_dino(folder: Path) -> None:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    tokenizer = transformers.BertTokenizer(vocab={w: i for i, w in enumerate(WORDS)})
+    image_processor = transformers.GroundingDinoImageProcessorPil(
+        size={"shortest_edge": 64, "longest_edge": 64}
+    )
+    processor = transformers.GroundingDinoProcessor(
+        image_processor=image_processor, tokenizer=tokenizer
+    )
+    backbone = transformers.SwinConfig(
+        image_size=64,
+        patch_size=4,
+        embed_dim=16,
+        depths=[1, 1, 1],
+        num_heads=[1, 1, 1],
+        window_size=4,
+        out_features=["stage1", "stage2", "stage3"],
+    )
+    text = transformers.BertConfig(
+        vocab_size=len(WORDS),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
+    config = transformers.GroundingDinoConfig(
+        backbone_config=backbone,
+        text_config=text,
+        d_model=64,
+        encoder_layers=1,
+        decoder_layers=2,
+        num_queries=10,
+        max_text_len=16,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        num_feature_levels=3,
+        encoder_n_points=2,
+        decoder_n_points=2,
+    )
+    torch.manual_seed(0)
+    model = transformers.GroundingDinoForObjectDetection(config).eval()
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = tmp_path_factory.mktemp("tiny_grounding_dino")
+    _build_tiny_grounding_dino(folder)
+    yield str(folder)
+    grounding_module.clear_detector_cache()
+
+
+def _image(seed: int, size: tuple[int, int] = (96, 72)) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+
+
+def _well_formed(boxes: list[Box], image: Image.Image) -> None:
+    for box in boxes:
+        assert 0 <= box.x0 < box.x1 <= image.width, box
+        assert 0 <= box.y0 < box.y1 <= image.height, box
+        assert box.score is not None and 0.0 <= box.score <= 1.0
+        assert isinstance(box.label, str) and box.label
+        assert "[SEP]" not in box.label and "[CLS]" not in box.label
+
+
+def test_normalize_query() -> None:
+    assert normalize_query("Red Car") == "red car."
+    assert normalize_query("A dog, a CAT.") == "a dog. a cat."
+    assert normalize_query("  dog ;  red   car\n") == "dog. red car."
+    with pytest.raises(ToolError):
+        normalize_query(" . , ")
+
+
+def test_detect_returns_boxes_inside_the_image(checkpoint: str) -> None:
+    detector = GroundingDinoDetector(checkpoint, box_threshold=0.0, text_threshold=0.0)
+    image = _image(0)
+    boxes = detector.detect(image, "a dog")
+    assert 0 < len(boxes) <= 10
+    _well_formed(boxes, image)
+    scores = [b.score or 0.0 for b in boxes]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_box_threshold_filters(checkpoint: str) -> None:
+    image = _image(1)
+    everything = GroundingDinoDetector(checkpoint, 0.0, 0.0, "cpu").detect(image, "red car")
+    scores = sorted(b.score or 0.0 for b in everything)
+    cut = scores[len(scores) // 2]
+    kept = GroundingDinoDetector(checkpoint, cut, 0.0, "cpu").detect(image, "red car")
+    assert len(kept) == sum(s > cut for s in scores) < len(everything)
+    assert all((b.score or 0.0) > cut for b in kept)
+
+
+def test_model_loads_once_across_threads(checkpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import transformers
+
+    grounding_module.clear_detector_cache()
+    original = transformers.AutoModelForZeroShotObjectDetection.from_pretrained
+    loads: list[str] = []
+
+    def counting(name: str, *args: Any, **kwargs: Any) -> Any:
+        loads.append(name)
+        time.sleep(0.05)  # widen the window in which a racing thread would load again
+        return original(name, *args, **kwargs)
+
+    monkeypatch.setattr(
+        transformers.AutoModelForZeroShotObjectDetection, "from_pretrained", counting
+    )
+    image = _image(2)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            GroundingDinoDetector(checkpoint, 0.0, 0.0, "cpu").detect(image, "cat")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert loads == [checkpoint]
+
+
+def test_missing_checkpoint_fails_fast_with_advice(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    started = time.monotonic()
+    detector = GroundingDinoDetector(str(tmp_path / "no_such_model"), device="cpu")
+    with pytest.raises(ToolError) as info:
+        detector.detect(_image(3), "dog")
+    assert time.monotonic() - started < 10
+    message = str(info.value)
+    assert "no_such_model" in message and "local directory path" in message
+
+
+def _config(checkpoint: str) -> EvalConfig:
+    return EvalConfig(
+        grounding=GroundingConfig(checkpoint=checkpoint, box_threshold=0.0, text_threshold=0.0)
+    )
+
+
+@pytest.fixture
+def detect_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
+    calls: list[tuple[int, str]] = []
+    original = GroundingDinoDetector.detect
+
+    def counting(self: GroundingDinoDetector, image: Image.Image, query: str) -> list[Box]:
+        calls.append((id(image), query))
+        return original(self, image, query)
+
+    monkeypatch.setattr(GroundingDinoDetector, "detect", counting)
+    return calls
+
+
+async def test_tool_grounds_default_query_and_highlights(
+    checkpoint: str, make_ctx: MakeCtx, detect_calls: list[tuple[int, str]]
+) -> None:
+    subject, output = _image(4), _image(5, (80, 80))
+    ctx = make_ctx(
+        "subject_driven_ig",
+        "subject_similarity",
+        {"subject": subject, "output": output},
+        config=_config(checkpoint),
+        subject="dog",
+        prompt="a dog on a car",
+    )
+    result = await GroundingTool().run(ctx)
+    assert result.tool == "Grounding" and result.highlighted
+    assert detect_calls == [(id(subject), "dog"), (id(output), "dog")]
+    assert set(result.images) == set(result.boxes) == {"subject", "output"}
+    assert "'dog'" in result.text and "highlighted" in result.text
+    for role, image in (("subject", subject), ("output", output)):
+        boxes = result.boxes[role]
+        _well_formed(boxes, image)
+        shown, original = np.asarray(result.images[role]), np.asarray(image)
+        inside = np.zeros(original.shape[:2], bool)
+        for b in boxes:
+            inside[int(b.y0) : int(np.ceil(b.y1)), int(b.x0) : int(np.ceil(b.x1))] = True
+        assert np.array_equal(shown[inside], original[inside])
+        assert np.array_equal(shown[~inside], original[~inside] // 4)
+
+
+async def test_cache_and_memo_prevent_a_second_detection(
+    checkpoint: str, make_ctx: MakeCtx, detect_calls: list[tuple[int, str]]
+) -> None:
+    source, output = _image(6), _image(7)
+    images = {"source": source, "output": output}
+    cache = DictCache()
+    memo: dict[str, Any] = {}
+
+    def ctx(question: str, memo: dict[str, Any], query: str = "red car") -> Any:
+        return make_ctx(
+            "text_guided_ie",
+            question,
+            images,
+            query=query,
+            memo=memo,
+            cache=cache,
+            config=_config(checkpoint),
+            instruction="make the car red",
+        )
+
+    # Two sub-questions of one sample at once: one detection per distinct image.
+    first, second = await asyncio.gather(
+        GroundingTool().run(ctx("edit_success", memo)),
+        GroundingTool().run(ctx("over_editing", memo)),
+    )
+    assert len(detect_calls) == 2 and cache.sets == 2
+    assert first.boxes == second.boxes
+    # Another sample (fresh memo) with the same images and query: answered from the cache.
+    again = await GroundingTool().run(ctx("edit_success", {}))
+    assert len(detect_calls) == 2
+    cached = [v for b in again.boxes["output"] for v in b.as_list()]
+    fresh = [v for b in first.boxes["output"] for v in b.as_list()]
+    assert cached == pytest.approx(fresh, abs=0.01)
+    assert [b.label for b in again.boxes["output"]] == [b.label for b in first.boxes["output"]]
+    # A different query is a different key.
+    await GroundingTool().run(ctx("edit_success", {}, query="cat"))
+    assert len(detect_calls) == 4
+
+
+async def test_thresholds_are_part_of_the_cache_key(checkpoint: str) -> None:
+    a = GroundingDinoDetector(checkpoint, 0.3, 0.25)
+    b = GroundingDinoDetector(checkpoint, 0.4, 0.25)
+    assert a.cache_key("abc", "dog") != b.cache_key("abc", "dog")
+    assert a.cache_key("abc", "Dog") == a.cache_key("abc", "dog.")
+
+
+async def test_tool_without_query_highlights_nothing(
+    make_ctx: MakeCtx, detect_calls: list[tuple[int, str]]
+) -> None:
+    images = {"source": _image(8), "output": _image(9)}
+    ctx = make_ctx("text_guided_ie", "edit_success", images, instruction="remove the cat")
+    result = await GroundingTool().run(ctx)
+    assert not result.highlighted and result.images == {} and detect_calls == []
+    assert "none was given" in result.text
+
+
+async def test_tool_with_nothing_found(
+    checkpoint: str, make_ctx: MakeCtx, detect_calls: list[tuple[int, str]]
+) -> None:
+    config = EvalConfig(grounding=GroundingConfig(checkpoint=checkpoint, box_threshold=1.0))
+    ctx = make_ctx(
+        "text_guided_ig",
+        "prompt_following",
+        {"output": _image(10)},
+        query="cat",
+        config=config,
+        prompt="a cat",
+    )
+    result = await GroundingTool().run(ctx)
+    assert len(detect_calls) == 1
+    assert not result.highlighted and result.images == {}
+    assert "not found" in result.text and "Nothing is highlighted" in result.text
+
+
+def test_missing_transformers_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cigeval.errors import MissingDependency
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # makes the import fail
+    detector = GroundingDinoDetector("some/checkpoint-not-loaded-yet", device="cpu")
+    with pytest.raises(MissingDependency, match=r"cigeval\[grounding\]"):
+        detector.detect(_image(11), "dog")
