@@ -1,0 +1,63 @@
+"""Meta-evaluation: how well an evaluator agrees with the ImagenHub human ratings.
+
+Load scores (:func:`load_scores`), optionally combine several sources per image
+(:func:`combine_scores`), correlate them with the shipped human ratings per task and generator
+(:func:`meta_evaluate`) or compute the human-vs-human baseline (:func:`human_baseline`); both
+return a :class:`MetaResult` with ``.tasks``, ``.average``, ``.per_model``, ``.coverage`` and
+``.to_dict()``. Splits (:func:`make_split`) and trajectory export
+(:func:`export_trajectories`) support fine-tuning work. See docs/meta-evaluation.md.
+"""
+
+from cigeval.meta.aggregate import AGGREGATES, aggregate_tasks, average_correlations
+from cigeval.meta.combine import COMBINE_RULES, combine_scores, majority, trimmed_mean
+from cigeval.meta.evaluate import coverage_table, human_baseline, meta_evaluate
+from cigeval.meta.human import (
+    DIMENSIONS,
+    EXCLUDED_BY_DEFAULT,
+    benchmark_samples,
+    load_human_ratings,
+    load_rater_ratings,
+)
+from cigeval.meta.result import MetaResult
+from cigeval.meta.scores import (
+    load_cigeval_results,
+    load_scores,
+    load_viescore_tsv,
+    records_to_frame,
+)
+from cigeval.meta.split import Split, load_split, make_split, save_split
+from cigeval.meta.stats import METHODS, bootstrap_ci, correlation
+from cigeval.meta.trajectories import ExportReport, export_trajectories, read_results
+
+__all__ = [
+    "AGGREGATES",
+    "COMBINE_RULES",
+    "DIMENSIONS",
+    "EXCLUDED_BY_DEFAULT",
+    "METHODS",
+    "ExportReport",
+    "MetaResult",
+    "Split",
+    "aggregate_tasks",
+    "average_correlations",
+    "benchmark_samples",
+    "bootstrap_ci",
+    "combine_scores",
+    "correlation",
+    "coverage_table",
+    "export_trajectories",
+    "human_baseline",
+    "load_cigeval_results",
+    "load_human_ratings",
+    "load_rater_ratings",
+    "load_scores",
+    "load_split",
+    "load_viescore_tsv",
+    "majority",
+    "make_split",
+    "meta_evaluate",
+    "read_results",
+    "records_to_frame",
+    "save_split",
+    "trimmed_mean",
+]

@@ -1,0 +1,262 @@
+"""The ``cigeval meta`` command: meta-evaluation on ImagenHub, splits, trajectory export.
+
+``add_meta_subparser(subparsers)`` adds ``meta`` to the main ``cigeval`` parser and
+``run_meta(args)`` runs it; ``python -m cigeval.meta`` runs the same commands standalone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cigeval.errors import CigevalError, InputError
+from cigeval.meta.aggregate import AGGREGATES
+from cigeval.meta.combine import COMBINE_RULES, DEFAULT_GRID_STEP, combine_scores
+from cigeval.meta.evaluate import human_baseline, meta_evaluate
+from cigeval.meta.human import DIMENSIONS
+from cigeval.meta.result import MetaResult
+from cigeval.meta.scores import load_scores
+from cigeval.meta.split import SUBSETS, load_split, make_split, save_split
+from cigeval.meta.stats import METHODS
+from cigeval.meta.trajectories import export_trajectories, read_results
+
+
+def _add_imagenhub(commands: Any) -> None:
+    p = commands.add_parser(
+        "imagenhub",
+        help="correlate scores with the ImagenHub human ratings (paper Table 3)",
+        description="Correlate an evaluator's scores (or the human raters themselves) with the "
+        "ImagenHub human ratings, per task and generator, and print the paper-style table.",
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--scores",
+        action="append",
+        metavar="FILE",
+        type=Path,
+        help="score file (cigeval results JSONL or VIEScore-style TSV); repeat to combine",
+    )
+    source.add_argument("--human", action="store_true", help="the human-vs-human baseline")
+    p.add_argument(
+        "--format",
+        choices=("cigeval", "viescore"),
+        help="format of every --scores file (default: .tsv -> viescore, else cigeval)",
+    )
+    p.add_argument("--dimension", choices=DIMENSIONS, default="SC")
+    p.add_argument(
+        "--aggregate",
+        choices=AGGREGATES,
+        default="paper",
+        help="paper = the published tanh(mean rho); fisher_z = arctanh, mean, tanh",
+    )
+    p.add_argument("--method", choices=METHODS, default="spearman")
+    p.add_argument(
+        "--round",
+        type=int,
+        metavar="N",
+        dest="round_to",
+        help="round per-model and per-task values to N decimals before averaging",
+    )
+    p.add_argument(
+        "--combine",
+        choices=COMBINE_RULES,
+        help="rule combining several --scores per image (needed with two or more)",
+    )
+    p.add_argument("--trim", type=float, default=0.2, help="trimmed_mean: fraction cut per end")
+    p.add_argument(
+        "--grid-step",
+        type=float,
+        default=DEFAULT_GRID_STEP,
+        help="majority: grid step on the [0, 1] scale (0.1 = the 0-10 scale)",
+    )
+    p.add_argument(
+        "--missing",
+        choices=("cell", "row"),
+        default="cell",
+        help="an empty score cell makes only its dimension missing (cell) or the image",
+    )
+    p.add_argument(
+        "--nan",
+        choices=("propagate", "omit"),
+        default="propagate",
+        dest="nan_policy",
+        help="undefined correlations make the average undefined, or are left out",
+    )
+    p.add_argument("--split", type=Path, metavar="FILE", help="split file (cigeval meta split)")
+    p.add_argument("--subset", choices=SUBSETS, help="side of --split to evaluate on")
+    p.add_argument(
+        "--all-models",
+        action="store_true",
+        help="also the generators the published tables leave out (Imagic, SuTI)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add N-resample percentile bootstrap intervals",
+    )
+    p.add_argument("--level", type=float, default=0.95, help="bootstrap interval level")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--label", help="name of the evaluator in the table")
+    p.add_argument("--per-model", action="store_true", help="also print per-generator values")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead")
+
+
+def _add_split(commands: Any) -> None:
+    p = commands.add_parser(
+        "split",
+        help="write a seeded train/test split of the ImagenHub samples",
+        description="Split the 1,111 ImagenHub benchmark samples into train and test, "
+        "stratified by task, at the sample level (all generators of a prompt on one side).",
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="FILE")
+    p.add_argument("--test-fraction", type=float, default=0.4)
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _add_export(commands: Any) -> None:
+    p = commands.add_parser(
+        "export-trajectories",
+        help="write chat-format fine-tuning data from results traces",
+        description="Turn the model calls recorded in a cigeval results file into chat-format "
+        "fine-tuning JSONL (paper §3.4).",
+    )
+    p.add_argument("results", type=Path, metavar="RESULTS.jsonl")
+    p.add_argument("--out", type=Path, required=True, metavar="FILE")
+    p.add_argument(
+        "--max-diff",
+        type=float,
+        help="keep samples whose score is within this of the human score (paper: 0.3)",
+    )
+    p.add_argument("--dimension", choices=DIMENSIONS, default="SC")
+    p.add_argument(
+        "--per",
+        choices=("call", "sample"),
+        default="call",
+        help="one conversation per model call or per sample",
+    )
+    p.add_argument("--split", type=Path, metavar="FILE")
+    p.add_argument("--subset", choices=SUBSETS)
+    p.add_argument(
+        "--image-template",
+        default="sha256:{sha256}",
+        help="image reference per placeholder; fields {sha256} and {label}",
+    )
+    p.add_argument(
+        "--keep-retried",
+        action="store_true",
+        help="also keep calls whose reply was unusable and re-asked",
+    )
+
+
+def configure_meta_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the ``imagenhub``, ``split`` and ``export-trajectories`` commands to a parser."""
+    commands = parser.add_subparsers(dest="meta_command", metavar="COMMAND", required=True)
+    _add_imagenhub(commands)
+    _add_split(commands)
+    _add_export(commands)
+    parser.set_defaults(func=run_meta)
+
+
+def add_meta_subparser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``meta`` to the sub-commands of the main parser; ``args.func`` is :func:`run_meta`."""
+    parser = subparsers.add_parser(
+        "meta",
+        help="meta-evaluation against human ratings (ImagenHub)",
+        description="Meta-evaluation: agreement of evaluators with the ImagenHub human ratings.",
+    )
+    configure_meta_parser(parser)
+    return parser
+
+
+def _samples(args: argparse.Namespace) -> dict[str, list[str]] | None:
+    if (args.split is None) != (args.subset is None):
+        raise InputError("--split and --subset go together")
+    return None if args.split is None else load_split(args.split).subset(args.subset)
+
+
+def _run_imagenhub(args: argparse.Namespace) -> int:
+    samples = _samples(args)
+    options = dict(
+        dimension=args.dimension,
+        method=args.method,
+        aggregate=args.aggregate,
+        round_to=args.round_to,
+        nan_policy=args.nan_policy,
+        samples=samples,
+        all_models=args.all_models,
+        n_boot=args.bootstrap,
+        seed=args.seed,
+        level=args.level,
+    )
+    result: MetaResult
+    if args.human:
+        result = human_baseline(**options)
+    else:
+        paths: list[Path] = args.scores
+        if len(paths) > 1 and args.combine is None:
+            raise InputError("several --scores need --combine RULE (e.g. --combine mean)")
+        frames = [load_scores(p, args.format, args.missing) for p in paths]
+        names = [p.stem for p in paths]
+        if args.combine is not None:
+            scores = combine_scores(frames, args.combine, args.trim, args.grid_step)
+            label = f"{args.combine}({', '.join(names)})" if len(names) > 1 else names[0]
+        else:
+            scores, label = frames[0], names[0]
+        result = meta_evaluate(scores, evaluator=args.label or label, **options)
+        if samples is not None:
+            result.notes.append(f"restricted to the {args.subset} side of {args.split}")
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+    else:
+        print(result.table(per_model=args.per_model))
+    return 0
+
+
+def _run_split(args: argparse.Namespace) -> int:
+    split = make_split(test_fraction=args.test_fraction, seed=args.seed)
+    save_split(split, args.out)
+    counts = {name: sum(len(u) for u in split.subset(name).values()) for name in SUBSETS}
+    print(
+        f"wrote {args.out}: {counts['train']} train and {counts['test']} test samples "
+        f"(seed {args.seed}, test fraction {args.test_fraction}, stratified by task)"
+    )
+    return 0
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    samples = _samples(args)
+    report = export_trajectories(
+        read_results(args.results),
+        args.out,
+        per=args.per,
+        max_diff=args.max_diff,
+        dimension=args.dimension,
+        samples=samples,
+        image_template=args.image_template,
+        keep_retried=args.keep_retried,
+    )
+    skipped = ", ".join(f"{n} {why}" for why, n in sorted(report.skipped.items())) or "none"
+    print(
+        f"wrote {report.conversations} conversations from {report.samples} of "
+        f"{report.records} records to {args.out}; skipped: {skipped}"
+    )
+    return 0
+
+
+def run_meta(args: argparse.Namespace) -> int:
+    """Run a parsed ``meta`` command; returns the exit status (2 for unusable input)."""
+    handlers = {
+        "imagenhub": _run_imagenhub,
+        "split": _run_split,
+        "export-trajectories": _run_export,
+    }
+    try:
+        return handlers[args.meta_command](args)
+    except CigevalError as exc:
+        print(f"cigeval meta: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,112 @@
+"""Combining several evaluators' scores per image into one (judge ensembles, issue 6).
+
+Each dimension (SC, PQ, O) is combined on its own, image by image, over the sources. Only
+images that every source scored get a combined value; the others are counted as missing so the
+coverage report shows what the ensemble left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from cigeval.errors import InputError
+from cigeval.meta.human import DIMENSIONS
+
+CombineRule = Literal["mean", "median", "trimmed_mean", "min", "max", "majority"]
+COMBINE_RULES: tuple[str, ...] = ("mean", "median", "trimmed_mean", "min", "max", "majority")
+
+#: Grid step of ``majority`` on the [0, 1] scale: 0.1 is the judges' 0-10 scale.
+DEFAULT_GRID_STEP = 0.1
+
+
+def trimmed_mean(values: np.ndarray, trim: float = 0.2) -> float:
+    """Mean after dropping ``trim`` of the values at each end (at least one each from 3 values).
+
+    With fewer than three values nothing can be trimmed and this is the plain mean.
+    """
+    ordered = np.sort(np.asarray(values, dtype=float))
+    n = ordered.size
+    if n < 3:
+        return float(ordered.mean())
+    cut = max(1, math.floor(trim * n))
+    cut = min(cut, (n - 1) // 2)
+    return float(ordered[cut : n - cut].mean())
+
+
+def majority(values: np.ndarray, step: float = DEFAULT_GRID_STEP) -> float:
+    """The most frequent value after snapping to a grid of ``step`` on [0, 1].
+
+    Ties go to the tied grid value closest to the median of the snapped values (the lower one
+    if two are equally close), so two disagreeing judges give the lower score.
+    """
+    if step <= 0:
+        raise InputError(f"grid step must be positive, got {step}")
+    snapped = np.round(np.asarray(values, dtype=float) / step) * step
+    snapped = np.round(snapped, 12)
+    grid, counts = np.unique(snapped, return_counts=True)
+    tied = grid[counts == counts.max()]
+    centre = float(np.median(snapped))
+    return float(min(tied, key=lambda v: (abs(v - centre), v)))
+
+
+def rule_function(
+    rule: str, trim: float = 0.2, grid_step: float = DEFAULT_GRID_STEP
+) -> Callable[[np.ndarray], float]:
+    """The function that turns one image's judgments (an array) into a combined score."""
+    functions: dict[str, Callable[[np.ndarray], float]] = {
+        "mean": lambda v: float(np.mean(v)),
+        "median": lambda v: float(np.median(v)),
+        "trimmed_mean": lambda v: trimmed_mean(v, trim),
+        "min": lambda v: float(np.min(v)),
+        "max": lambda v: float(np.max(v)),
+        "majority": lambda v: majority(v, grid_step),
+    }
+    if rule not in functions:
+        raise InputError(f"unknown combine rule {rule!r}; choose one of {COMBINE_RULES}")
+    return functions[rule]
+
+
+def combine_scores(
+    frames: Sequence[pd.DataFrame],
+    rule: str = "mean",
+    trim: float = 0.2,
+    grid_step: float = DEFAULT_GRID_STEP,
+) -> pd.DataFrame:
+    """Combine evaluator frames (see :mod:`cigeval.meta.scores`) image by image.
+
+    The result is an evaluator frame over the union of the images, with extra columns
+    ``n_sources`` (how many sources had the image) and ``n_SC``, ``n_PQ``, ``n_O`` (how many
+    had a value for that dimension); ``attrs["sources"]`` holds the number of sources. A
+    dimension gets a value only where every source has one; an image is ``failed`` when any
+    source's evaluation failed.
+    """
+    if not frames:
+        raise InputError("nothing to combine: give at least one score source")
+    combine = rule_function(rule, trim, grid_step)
+    index = frames[0].index
+    for frame in frames[1:]:
+        index = index.union(frame.index)
+    aligned = [frame.reindex(index) for frame in frames]
+    result = pd.DataFrame(index=index)
+    for dim in DIMENSIONS:
+        stacked = np.column_stack([f[dim].to_numpy(dtype=float) for f in aligned])
+        complete = ~np.isnan(stacked).any(axis=1)
+        values = np.full(len(index), np.nan)
+        if stacked.shape[1] == 1:
+            values[complete] = stacked[complete, 0]
+        else:
+            values[complete] = [combine(row) for row in stacked[complete]]
+        result[dim] = values
+    present = np.column_stack([f["failed"].notna().to_numpy() for f in aligned])
+    failed = np.column_stack([f["failed"].fillna(False).to_numpy(dtype=bool) for f in aligned])
+    result["failed"] = pd.Series(failed.any(axis=1), index=index)
+    result["n_sources"] = present.sum(axis=1)
+    for dim in DIMENSIONS:
+        result[f"n_{dim}"] = sum(f[dim].notna().to_numpy(dtype=int) for f in aligned)
+    result.attrs["sources"] = len(frames)
+    return result

@@ -1,0 +1,178 @@
+"""The outcome of a meta-evaluation: task and average correlation, per-model detail, coverage."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pandas as pd
+
+from cigeval.tasks.ids import PAPER_TASK_ORDER
+
+#: Column headers of the readable table (the task names of the paper's Table 3).
+TASK_LABELS: dict[str, str] = {
+    "text_guided_ig": "Text-Guided IG",
+    "mask_guided_ie": "Mask-Guided IE",
+    "text_guided_ie": "Text-Guided IE",
+    "control_guided_ig": "Control-Guided IG",
+    "subject_driven_ig": "Subject-Driven IG",
+    "subject_driven_ie": "Subject-Driven IE",
+    "multi_concept_ic": "Multi-Concept IC",
+}
+
+#: Columns of the coverage table, in order.
+COVERAGE_COLUMNS: tuple[str, ...] = (
+    "n_human",
+    "n_evaluator",
+    "human_only",
+    "evaluator_only",
+    "failed",
+    "missing",
+    "partial",
+    "used",
+)
+
+
+def _json_number(value: float | None, digits: int | None = None) -> float | None:
+    if value is None or math.isnan(value):
+        return None
+    return round(float(value), digits) if digits is not None else float(value)
+
+
+def _format(value: float, digits: int = 4) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+@dataclass
+class MetaResult:
+    """Agreement of one evaluator with the human ratings.
+
+    ``tasks`` maps task ids (paper order) to the aggregated correlation, ``average`` is the
+    aggregate over tasks. ``per_model`` (DataFrame indexed by task, model: rho, n, undefined)
+    and ``coverage`` (DataFrame indexed by task, model: the counts in
+    :data:`COVERAGE_COLUMNS`) give the detail; ``ci`` holds bootstrap intervals when asked for.
+    """
+
+    evaluator: str
+    dimension: str
+    method: str
+    aggregate: str
+    round_to: int | None
+    nan_policy: str
+    tasks: dict[str, float]
+    average: float
+    per_model: pd.DataFrame
+    coverage: pd.DataFrame
+    ci: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def undefined(self) -> list[tuple[str, str, str]]:
+        """(task, model, reason) of every cell whose correlation is undefined."""
+        rows = self.per_model[self.per_model["undefined"] != ""]
+        return [
+            (*cast(tuple[str, str], key), str(reason)) for key, reason in rows["undefined"].items()
+        ]
+
+    def coverage_totals(self) -> dict[str, int]:
+        """The coverage counts summed over all (task, model) cells."""
+        return {c: int(self.coverage[c].sum()) for c in COVERAGE_COLUMNS}
+
+    def tasks_frame(self) -> pd.DataFrame:
+        """One row (the evaluator) with the tasks as columns in paper order plus ``average``."""
+        row = {**self.tasks, "average": self.average}
+        return pd.DataFrame([row], index=[self.evaluator])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``{"tasks": {...}, "average": rho, ...}``; undefined values are None."""
+        per_model: dict[str, dict[str, Any]] = {}
+        for key, row in self.per_model.iterrows():
+            task, model = cast(tuple[str, str], key)
+            per_model.setdefault(str(task), {})[str(model)] = {
+                "rho": _json_number(row["rho"]),
+                "n": int(row["n"]),
+                **({"undefined": row["undefined"]} if row["undefined"] else {}),
+            }
+        coverage: dict[str, dict[str, dict[str, int]]] = {}
+        for key, row in self.coverage.iterrows():
+            task, model = cast(tuple[str, str], key)
+            coverage.setdefault(str(task), {})[str(model)] = {
+                c: int(row[c]) for c in COVERAGE_COLUMNS
+            }
+        out: dict[str, Any] = {
+            "tasks": {t: _json_number(v) for t, v in self.tasks.items()},
+            "average": _json_number(self.average),
+            "evaluator": self.evaluator,
+            "dimension": self.dimension,
+            "method": self.method,
+            "aggregate": self.aggregate,
+            "round": self.round_to,
+            "nan_policy": self.nan_policy,
+            "coverage": {"totals": self.coverage_totals(), "per_model": coverage},
+            "per_model": per_model,
+            "undefined": [{"task": t, "model": m, "reason": r} for t, m, r in self.undefined],
+        }
+        if self.ci is not None:
+            out["ci"] = self.ci
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+    def coverage_line(self) -> str:
+        """One line saying which images were correlated and which were left out, and why."""
+        t = self.coverage_totals()
+        line = (
+            f"coverage: {t['used']} of {t['n_human']} human-rated images used; "
+            f"human-only {t['human_only']}, evaluator-only {t['evaluator_only']}, "
+            f"failed {t['failed']}, missing {t['missing']}"
+        )
+        if t["partial"]:
+            line += f" (of which {t['partial']} scored by only some sources)"
+        return line
+
+    def table(self, per_model: bool = False) -> str:
+        """A readable table: tasks as columns in the paper's Table 3 order, then the average."""
+        order = [t for t in PAPER_TASK_ORDER if t in self.tasks]
+        order += [t for t in self.tasks if t not in order]
+        headers = [TASK_LABELS.get(t, t) for t in order] + ["Average"]
+        cells = [_format(self.tasks[t]) for t in order] + [_format(self.average)]
+        widths = [max(len(h), len(c)) for h, c in zip(headers, cells, strict=True)]
+        name_width = max(len(self.evaluator), 9)
+        title = (
+            f"{self.method.capitalize()} correlation with human {self.dimension} ratings "
+            f"(aggregate: {self.aggregate}"
+            + (f", rounded to {self.round_to} decimals" if self.round_to is not None else "")
+            + ")"
+        )
+        lines = [
+            title,
+            " | ".join(
+                ["Evaluator".ljust(name_width)]
+                + [h.rjust(w) for h, w in zip(headers, widths, strict=True)]
+            ),
+            "-+-".join(["-" * name_width] + ["-" * w for w in widths]),
+            " | ".join(
+                [self.evaluator.ljust(name_width)]
+                + [c.rjust(w) for c, w in zip(cells, widths, strict=True)]
+            ),
+        ]
+        if self.ci is not None:
+            bounds = [self.ci["tasks"].get(t) for t in order] + [self.ci["average"]]
+            text = ["n/a" if b is None or None in b else f"{b[0]:.2f}..{b[1]:.2f}" for b in bounds]
+            label = f"{int(self.ci['level'] * 100)}% CI"
+            lines.append(
+                " | ".join(
+                    [label.ljust(name_width)]
+                    + [c.rjust(w) for c, w in zip(text, widths, strict=True)]
+                )
+            )
+        lines.append(self.coverage_line())
+        for task, model, reason in self.undefined:
+            lines.append(f"undefined: {task} / {model}: {reason}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        if per_model:
+            lines.append("")
+            detail = self.per_model.join(self.coverage[["failed", "missing", "used"]])
+            lines.append(detail.to_string(float_format=lambda v: f"{v:.4f}"))
+        return "\n".join(lines)

@@ -1,0 +1,124 @@
+"""Reproducible train/test splits of the ImagenHub benchmark samples, for fine-tuning work.
+
+A split is made at the level of benchmark samples (task, uid): every generator's image of a
+sample, and so every prompt, lands on the same side. It is stratified by task (each task is
+split with the same fraction) and seeded. The order is a hash of seed, task and uid, so the same
+seed gives the same split on any machine and any numpy version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cigeval.errors import InputError
+from cigeval.meta.human import benchmark_samples
+
+SPLIT_FORMAT = "cigeval-split/1"
+SUBSETS: tuple[str, ...] = ("train", "test")
+
+
+@dataclass(frozen=True)
+class Split:
+    """Benchmark sample uids per task on each side; ``subset('test')`` gives one side."""
+
+    train: dict[str, list[str]]
+    test: dict[str, list[str]]
+    seed: int | None = None
+    test_fraction: float | None = None
+
+    def subset(self, name: str) -> dict[str, list[str]]:
+        """The uids per task of ``'train'`` or ``'test'``."""
+        if name not in SUBSETS:
+            raise InputError(f"unknown subset {name!r}; use 'train' or 'test'")
+        return self.train if name == "train" else self.test
+
+    def side_of(self, task: str, uid: str) -> str | None:
+        """'train', 'test' or None (sample in neither side)."""
+        for name in SUBSETS:
+            if uid in self.subset(name).get(task, ()):
+                return name
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form written by :func:`save_split`."""
+        return {
+            "format": SPLIT_FORMAT,
+            "unit": "benchmark sample (task, uid)",
+            "stratified_by": "task",
+            "seed": self.seed,
+            "test_fraction": self.test_fraction,
+            "counts": {name: {t: len(u) for t, u in self.subset(name).items()} for name in SUBSETS},
+            "train": self.train,
+            "test": self.test,
+        }
+
+
+def _order_key(seed: int, task: str, uid: str) -> str:
+    return hashlib.sha256(f"{seed}\x00{task}\x00{uid}".encode()).hexdigest()
+
+
+def make_split(
+    test_fraction: float = 0.4,
+    seed: int = 0,
+    samples: Mapping[str, Iterable[str]] | None = None,
+) -> Split:
+    """Split benchmark samples into train and test, stratified by task.
+
+    ``samples`` (task -> uids) defaults to the 1,111 ImagenHub samples. Each task contributes
+    round(test_fraction * n) samples to the test side.
+    """
+    if not 0.0 <= test_fraction <= 1.0:
+        raise InputError(f"test fraction must lie in [0, 1], got {test_fraction}")
+    samples = benchmark_samples() if samples is None else samples
+    train: dict[str, list[str]] = {}
+    test: dict[str, list[str]] = {}
+    for task, uids in samples.items():
+        unique = sorted(set(map(str, uids)))
+        shuffled = sorted(unique, key=lambda uid: _order_key(seed, task, uid))
+        n_test = round(test_fraction * len(unique))
+        test[task] = sorted(shuffled[:n_test])
+        train[task] = sorted(shuffled[n_test:])
+    return Split(train=train, test=test, seed=seed, test_fraction=test_fraction)
+
+
+def save_split(split: Split, path: str | Path) -> None:
+    """Write a split as JSON (see :meth:`Split.to_dict`)."""
+    try:
+        Path(path).write_text(json.dumps(split.to_dict(), indent=1) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write split file {path}: {exc}") from exc
+
+
+def load_split(path: str | Path) -> Split:
+    """Read a split file written by :func:`save_split` (or any JSON with train/test maps)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"cannot read split file {path}: {exc}") from exc
+    if not isinstance(data, dict) or not all(isinstance(data.get(s), dict) for s in SUBSETS):
+        raise InputError(f"{path}: a split file needs 'train' and 'test' maps of task -> uids")
+    sides = {}
+    for name in SUBSETS:
+        side = data[name]
+        if not all(isinstance(v, list) for v in side.values()):
+            raise InputError(f"{path}: '{name}' must map each task to a list of uids")
+        sides[name] = {str(t): [str(u) for u in v] for t, v in side.items()}
+    overlap = [
+        (t, u)
+        for t, uids in sides["test"].items()
+        for u in set(uids) & set(sides["train"].get(t, []))
+    ]
+    if overlap:
+        raise InputError(f"{path}: {len(overlap)} sample(s) on both sides, e.g. {overlap[0]}")
+    return Split(
+        train=sides["train"],
+        test=sides["test"],
+        seed=data.get("seed"),
+        test_fraction=data.get("test_fraction"),
+    )

@@ -1,0 +1,115 @@
+"""Correlation statistics (Spearman, Pearson, Kendall) and paired bootstrap resampling."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from scipy import stats
+
+Method = Literal["spearman", "pearson", "kendall"]
+METHODS: tuple[str, ...] = ("spearman", "pearson", "kendall")
+
+#: Fewer paired samples than this and a correlation is reported as undefined.
+MIN_SAMPLES = 3
+
+
+def undefined_reason(x: np.ndarray, y: np.ndarray, min_samples: int = MIN_SAMPLES) -> str | None:
+    """Why a correlation of x and y is undefined (too few pairs, a constant side), or None."""
+    if len(x) < min_samples:
+        return f"only {len(x)} paired sample(s)"
+    if np.ptp(x) == 0:
+        return "constant human scores"
+    if np.ptp(y) == 0:
+        return "constant evaluator scores"
+    return None
+
+
+def correlation(
+    x: np.ndarray, y: np.ndarray, method: Method = "spearman", min_samples: int = MIN_SAMPLES
+) -> float:
+    """The correlation of paired samples, or NaN when it is undefined.
+
+    Undefined means fewer than ``min_samples`` pairs or a constant side (no ranking to agree
+    with); callers report those cells rather than averaging over them silently.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"x and y differ in length: {x.shape} vs {y.shape}")
+    if undefined_reason(x, y, min_samples) is not None:
+        return math.nan
+    if method == "spearman":
+        return float(stats.spearmanr(x, y).statistic)
+    if method == "pearson":
+        return float(stats.pearsonr(x, y).statistic)
+    if method == "kendall":
+        return float(stats.kendalltau(x, y).statistic)
+    raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+
+
+def _rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    denom = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (a * b).sum(axis=1) / denom
+    r[denom == 0] = np.nan
+    return np.clip(r, -1.0, 1.0)
+
+
+def rowwise_correlation(x: np.ndarray, y: np.ndarray, method: Method = "spearman") -> np.ndarray:
+    """Correlation of each row of x with the same row of y (2-D arrays); NaN where constant.
+
+    Vectorised for Spearman (Pearson on average ranks) and Pearson; Kendall loops.
+    """
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    y = np.atleast_2d(np.asarray(y, dtype=float))
+    if method == "spearman":
+        return _rowwise_pearson(stats.rankdata(x, axis=1), stats.rankdata(y, axis=1))
+    if method == "pearson":
+        return _rowwise_pearson(x, y)
+    if method == "kendall":
+        return np.array(
+            [correlation(a, b, "kendall", min_samples=2) for a, b in zip(x, y, strict=True)]
+        )
+    raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+
+
+def bootstrap_indices(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_boot`` resamples (rows) of ``n`` indices drawn with replacement."""
+    return rng.integers(0, n, size=(n_boot, n))
+
+
+def bootstrap_ci(
+    x: np.ndarray,
+    y: np.ndarray,
+    method: Method = "spearman",
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of one correlation (pairs resampled together).
+
+    Resamples whose correlation is undefined (e.g. all-equal draws) are left out; the result
+    is (nan, nan) when the correlation itself is undefined.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if math.isnan(correlation(x, y, method)):
+        return math.nan, math.nan
+    idx = bootstrap_indices(len(x), n_boot, np.random.default_rng(seed))
+    values = rowwise_correlation(x[idx], y[idx], method)
+    return percentile_interval(values, level)
+
+
+def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The central ``level`` interval of the finite values (nan, nan when there are none)."""
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(finite, [tail, 1.0 - tail])
+    return float(low), float(high)

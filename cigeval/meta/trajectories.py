@@ -1,0 +1,225 @@
+"""Fine-tuning data from evaluation traces (CIGEval paper §3.4).
+
+Reads cigeval results records (each with a ``trace`` of events) and writes chat-format JSONL:
+one conversation per model call, or one per sample. Each line holds ``messages`` (role and
+content, an ``<image>`` placeholder per image in front of the message text, the judge's reply
+as the assistant turn) and ``images`` (one reference per placeholder, in order), the layout
+LLaMA-Factory and ms-swift read. Images are referenced by their content hash; map the hashes to
+files with ``image_template``.
+
+Like the paper, the data can be filtered to trajectories whose score is close to the human
+score (|pred - human| <= 0.3 on the [0, 1] scale) and to one side of a train/test split.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import pandas as pd
+
+from cigeval.errors import InputError
+from cigeval.meta.scores import task_id
+
+Granularity = Literal["call", "sample"]
+IMAGE_PLACEHOLDER = "<image>"
+
+
+@dataclass
+class ExportReport:
+    """What an export wrote and what it skipped (reason -> number of samples)."""
+
+    records: int = 0
+    samples: int = 0
+    conversations: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly summary."""
+        return {
+            "records": self.records,
+            "samples": self.samples,
+            "conversations": self.conversations,
+            "skipped": dict(self.skipped),
+        }
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a cigeval results JSONL file."""
+    path = Path(path)
+    records = []
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path} line {number}: not JSON ({exc.msg})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read results file {path}: {exc}") from exc
+    return records
+
+
+def record_score(record: Mapping[str, Any], dimension: str = "SC") -> float | None:
+    """The record's score for a dimension (SC: ``dimensions.SC``, else ``score``)."""
+    dims = record.get("dimensions") or {}
+    value = dims.get(dimension)
+    if value is None and dimension == "SC":
+        value = record.get("score")
+    return None if value is None else float(value)
+
+
+def _model_calls(record: Mapping[str, Any], keep_retried: bool) -> list[dict[str, Any]]:
+    calls = [e for e in record.get("trace") or [] if e.get("type") == "model_call"]
+    if keep_retried:
+        return calls
+    # A call that was re-asked (a later attempt for the same purpose and sub-question) had an
+    # unusable reply; only the attempt that worked is a trajectory worth learning from.
+    last: dict[tuple[Any, Any], int] = {}
+    for call in calls:
+        key = (call.get("purpose"), call.get("question_id"))
+        last[key] = max(last.get(key, 0), int(call.get("attempt", 1)))
+    return [
+        c
+        for c in calls
+        if int(c.get("attempt", 1)) == last[(c.get("purpose"), c.get("question_id"))]
+    ]
+
+
+_Turn = tuple[dict[str, str], list[str], list[str]]
+
+
+def _convert(messages: list[dict[str, Any]], image_template: str) -> list[_Turn]:
+    """Each message as (chat message with placeholders, image references, image labels)."""
+    turns = []
+    for message in messages:
+        pictures = message.get("images") or []
+        placeholders = "".join(f"{IMAGE_PLACEHOLDER}\n" for _ in pictures)
+        content = placeholders + str(message.get("text", ""))
+        refs = [
+            image_template.format(sha256=p.get("sha256", ""), label=p.get("label", ""))
+            for p in pictures
+        ]
+        labels = [str(p.get("label", "")) for p in pictures]
+        turns.append(({"role": str(message["role"]), "content": content}, refs, labels))
+    return turns
+
+
+def _conversation(base: dict[str, Any], turns: list[_Turn]) -> dict[str, Any]:
+    return {
+        **base,
+        "messages": [t[0] for t in turns],
+        "images": [ref for t in turns for ref in t[1]],
+        "image_labels": [label for t in turns for label in t[2]],
+    }
+
+
+def _conversations(
+    record: Mapping[str, Any], calls: list[dict[str, Any]], per: Granularity, image_template: str
+) -> list[dict[str, Any]]:
+    base = {"id": record.get("id"), "task": record.get("task"), "model": record.get("model")}
+    per_call = []
+    for call in calls:
+        turns = _convert(call.get("messages") or [], image_template)
+        turns.append(({"role": "assistant", "content": str(call.get("reply", ""))}, [], []))
+        per_call.append((call, turns))
+    if per == "call":
+        return [
+            _conversation(
+                {**base, "purpose": call.get("purpose"), "question_id": call.get("question_id")},
+                turns,
+            )
+            for call, turns in per_call
+        ]
+    # One conversation per sample: a call whose messages continue the conversation so far adds
+    # only its new turns; an independent call is appended after it, without its system prompt
+    # when one is already there.
+    merged: list[_Turn] = []
+    for _, turns in per_call:
+        asked = turns[:-1]
+        if merged and [t[0] for t in asked[: len(merged)]] == [t[0] for t in merged]:
+            merged += turns[len(merged) :]
+        elif merged:
+            merged += [t for t in turns if t[0]["role"] != "system"]
+        else:
+            merged = list(turns)
+    return [_conversation(base, merged)] if merged else []
+
+
+def export_trajectories(
+    records: Iterable[Mapping[str, Any]],
+    out: str | Path | IO[str],
+    per: Granularity = "call",
+    max_diff: float | None = None,
+    human: pd.DataFrame | None = None,
+    dimension: str = "SC",
+    samples: Mapping[str, Iterable[str]] | None = None,
+    image_template: str = "sha256:{sha256}",
+    keep_retried: bool = False,
+) -> ExportReport:
+    """Write chat-format fine-tuning JSONL from results records; return what was kept.
+
+    Only records with status ``ok`` are exported. ``max_diff`` keeps a sample only if its
+    score is within that distance of the human score (``human``: a frame indexed by task,
+    model, uid as from :func:`cigeval.meta.load_human_ratings`, loaded when not given).
+    ``samples`` (task -> uids, e.g. ``split.subset('train')``) keeps only those samples.
+    Calls that were re-asked after an unusable reply are left out unless ``keep_retried``.
+    """
+    if per not in ("call", "sample"):
+        raise InputError(f"unknown granularity {per!r}; use 'call' or 'sample'")
+    if max_diff is not None and human is None:
+        from cigeval.meta.human import load_human_ratings
+
+        human = load_human_ratings(all_models=True)
+    wanted = None
+    if samples is not None:
+        wanted = {(t, str(u)) for t, uids in samples.items() for u in uids}
+    report = ExportReport()
+    lines: list[str] = []
+    for record in records:
+        report.records += 1
+        task, uid = task_id(str(record.get("task"))), str(record.get("id"))
+        if record.get("status") != "ok":
+            report.skipped["status not ok"] += 1
+            continue
+        if wanted is not None and (task, uid) not in wanted:
+            report.skipped["not in the chosen split"] += 1
+            continue
+        if max_diff is not None:
+            assert human is not None
+            score = record_score(record, dimension)
+            key = (task, str(record.get("model")), uid)
+            if score is None or math.isnan(score):
+                report.skipped[f"no {dimension} score"] += 1
+                continue
+            if key not in human.index:
+                report.skipped["no human rating"] += 1
+                continue
+            reference = float(human.at[key, dimension])  # type: ignore[arg-type]
+            if abs(score - reference) > max_diff:
+                report.skipped["too far from the human score"] += 1
+                continue
+        calls = _model_calls(record, keep_retried)
+        conversations = _conversations(record, calls, per, image_template)
+        if not conversations:
+            report.skipped["no model calls in the trace"] += 1
+            continue
+        report.samples += 1
+        report.conversations += len(conversations)
+        lines.extend(json.dumps(c, ensure_ascii=False) for c in conversations)
+    text = "".join(line + "\n" for line in lines)
+    if isinstance(out, str | Path):
+        try:
+            Path(out).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot write {out}: {exc}") from exc
+    else:
+        out.write(text)
+    return report
