@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The main job: set up, reproduce the paper's meta-evaluation rows from the shipped human
+# ratings, then judge the example samples with a real LMM when one is configured.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. .venv/bin/activate
+SHARED="${CIGEVAL_SHARED:-../shared}"
+
+echo "== Human raters vs each other (CIGEval Table 3, first row), SC, paper averaging =="
+cigeval meta imagenhub --human --dimension SC --aggregate paper --round 4
+if [ -f "$SHARED/data/viescore_outputs/scores/gpt4o_0shot.tsv" ]; then
+  echo "== VIEScore GPT-4o recorded judgments vs humans (Table 3, VIEScore GPT-4o row) =="
+  cigeval meta imagenhub --scores "$SHARED/data/viescore_outputs/scores/gpt4o_0shot.tsv" \
+    --format viescore --dimension SC --aggregate paper
+fi
+
+MODEL="${CIGEVAL_MODEL:-}"
+if [ -z "$MODEL" ]; then
+  cat <<'MSG'
+== Judging examples/samples.jsonl: skipped ==
+A real judge needs a model. Set CIGEVAL_MODEL and its credentials, then rerun, e.g.
+  CIGEVAL_MODEL=openai:gpt-4o-2024-05-13 OPENAI_API_KEY=sk-... bash scripts/main.sh
+  CIGEVAL_MODEL=openai:Qwen/Qwen2.5-VL-7B-Instruct OPENAI_BASE_URL=http://localhost:8000/v1 bash scripts/main.sh
+MSG
+  exit 0
+fi
+echo "== Judging examples/samples.jsonl with $MODEL =="
+cigeval evaluate examples/samples.jsonl --model "$MODEL" --out runs/examples.jsonl
