@@ -1,0 +1,107 @@
+"""Reply parsing: lenient in form, strict in content."""
+
+from __future__ import annotations
+
+import pytest
+
+from cigeval.agent.plan import parse_plan
+from cigeval.errors import ParseError
+from cigeval.parsing import extract_json, parse_judgement, parse_score, parse_yes_no
+from cigeval.tasks import get_task
+from cigeval.tools import registered_tools
+
+
+@pytest.mark.parametrize(
+    ("text", "score", "reasoning"),
+    [
+        ('{"score": 7, "reasoning": "good"}', 7, "good"),
+        ('```json\n{"score": "8/10", "reasoning": "fine"}\n```', 8, "fine"),
+        ('Here you go:\n{"score": "7.5", "reasoning": "ok"} Hope it helps!', 7.5, "ok"),
+        ("{“score”: 6, “reasoning”: “smart quotes”}", 6, "smart quotes"),
+        ('{"Score": 3, "Reasoning": "capitalised keys"}', 3, "capitalised keys"),
+        ("Score: 4\nReasoning: the dog is missing", 4, "the dog is missing"),
+        ("I would rate this 9/10 overall.", 9, "I would rate this 9/10 overall."),
+        ('{"score": [5], "reasoning": "list of one"}', 5, "list of one"),
+    ],
+)
+def test_judgements_in_the_forms_models_write(text, score, reasoning):
+    assert parse_judgement(text) == (score, reasoning)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "no number here", '{"score": 11, "reasoning": "x"}', '{"score": -1}',
+     '{"reasoning": "forgot the score"}', '{"score": "high"}', '{"score": null}',
+     '{"score": true}', "rating: 15/10"],
+)
+def test_unusable_judgements_raise_parse_error(text):
+    with pytest.raises(ParseError):
+        parse_judgement(text)
+
+
+def test_parse_score_rescales_other_denominators_and_checks_integers():
+    assert parse_score("4/5") == 8
+    assert parse_score("3 out of 10") == 3
+    assert parse_score(5, 1, 7, integer=True) == 5
+    with pytest.raises(ParseError, match="integer"):
+        parse_score(5.5, 1, 7, integer=True)
+    with pytest.raises(ParseError, match="outside"):
+        parse_score(8, 1, 7, integer=True)
+
+
+def test_extract_json_prefers_the_requested_kind():
+    text = 'First {"note": 1} then [1, 2, 3]'
+    assert extract_json(text, list) == [1, 2, 3]
+    assert extract_json(text, dict) == {"note": 1}
+    with pytest.raises(ParseError):
+        extract_json("nothing", dict)
+
+
+def test_yes_no():
+    assert parse_yes_no("Yes") is True and parse_yes_no("no") is False
+    assert parse_yes_no(True) is True
+    with pytest.raises(ParseError):
+        parse_yes_no("maybe")
+
+
+QUESTIONS = get_task("multi_concept_ic").sub_questions
+
+
+def plan(text):
+    return parse_plan(text, QUESTIONS, registered_tools())
+
+
+def test_plan_accepts_spellings_and_matches_by_id():
+    result = plan(
+        '[{"task_id": 3, "used": "no", "tool": "None"},'
+        ' {"task_id": "Task 1", "used": "yes", "tool": "grounding", "query": "the dog"},'
+        ' {"task_id": "concept_2_similarity", "used": "Yes", "tool": "scene_graph"}]'
+    )
+    assert result["concept_1_similarity"].tool == "Grounding"
+    assert result["concept_1_similarity"].query == "the dog"
+    assert result["concept_2_similarity"].tool == "Scene Graph"
+    assert result["prompt_following"].tool is None
+
+
+def test_plan_used_no_overrides_a_named_tool():
+    result = plan(
+        '[{"task_id": "1", "used": "no", "tool": "Grounding"},'
+        ' {"task_id": "2", "used": "no", "tool": "None"}, {"task_id": "3", "used": "no"}]'
+    )
+    assert all(item.tool is None for item in result.values())
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[{"task_id": "1", "used": "no"}, {"task_id": "2", "used": "no"}]', "no entry for task_id 3"),
+        ('[{"task_id": "9", "used": "no"}]', "unknown task_id"),
+        ('[{"task_id": "1", "used": "yes", "tool": "Magic"}, {"task_id": "2"}, {"task_id": "3"}]',
+         "unknown tool"),
+        ('[{"task_id": "1"}, {"task_id": "1"}, {"task_id": "2"}, {"task_id": "3"}]', "more than once"),
+        ("I will use grounding for everything", "JSON"),
+    ],
+)
+def test_plan_errors_name_the_problem(text, message):
+    with pytest.raises(ParseError, match=message):
+        plan(text)

@@ -1,0 +1,63 @@
+"""The results file survives crashes and resumes with one record per sample."""
+
+from __future__ import annotations
+
+import json
+
+from cigeval.results_io import ResultsWriter, read_records, repair_tail
+from cigeval.score import Score
+
+
+def score(sample_id: str, status: str = "ok") -> Score:
+    return Score(id=sample_id, task="text_guided_ig", status=status,
+                 value=0.5 if status == "ok" else None, error=None if status == "ok" else "boom")
+
+
+def test_torn_last_line_is_repaired_and_finished_ids_are_known(tmp_path):
+    path = tmp_path / "r.jsonl"
+    with ResultsWriter(path) as writer:
+        writer.write(score("a"))
+        writer.write(score("b"))
+    with path.open("a") as handle:
+        handle.write('{"id": "c", "status": "o')  # killed mid-write
+    assert [r["id"] for r in read_records(path)] == ["a", "b"]
+    with ResultsWriter(path) as writer:
+        assert writer.finished == {"a", "b"}
+        writer.write(score("c"))
+    assert [r["id"] for r in read_records(path)] == ["a", "b", "c"]
+    assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+def test_retry_errors_drops_error_records_only(tmp_path):
+    path = tmp_path / "r.jsonl"
+    with ResultsWriter(path) as writer:
+        writer.write(score("a"))
+        writer.write(score("b", "error"))
+    with ResultsWriter(path, retry_errors=True) as writer:
+        assert writer.finished == {"a"}
+    assert [r["id"] for r in read_records(path)] == ["a"]
+
+
+def test_overwrite_starts_afresh(tmp_path):
+    path = tmp_path / "r.jsonl"
+    with ResultsWriter(path) as writer:
+        writer.write(score("a"))
+    with ResultsWriter(path, resume=False) as writer:
+        assert writer.finished == set()
+    assert list(read_records(path)) == []
+
+
+def test_repair_tail_without_any_newline(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"id": "x"')
+    assert repair_tail(path) == len('{"id": "x"')
+    assert path.read_text() == ""
+
+
+def test_record_round_trip_keeps_passthrough(tmp_path):
+    original = score("a")
+    original.passthrough = {"model": "SD", "human": 0.5}
+    record = original.to_record()
+    again = Score.from_record(json.loads(json.dumps(record)))
+    assert again.passthrough == {"model": "SD", "human": 0.5}
+    assert again.value == 0.5 and again.id == "a"
