@@ -61,6 +61,7 @@ def _add_evaluate(subparsers: Any) -> None:
     g.add_argument("--box-threshold", type=float, default=GroundingConfig().box_threshold)
     g.add_argument("--text-threshold", type=float, default=GroundingConfig().text_threshold)
     g.add_argument("--diff-threshold", type=int, default=DifferenceConfig().threshold)
+    g.add_argument("--prompt-dir", help="folder of .j2 templates replacing built-in ones")
     e = p.add_argument_group("ensembles")
     e.add_argument(
         "--samples-per-model",
@@ -75,12 +76,21 @@ def _add_evaluate(subparsers: Any) -> None:
         choices=["mean", "median", "trimmed_mean", "min", "max", "majority"],
     )
     e.add_argument("--combine-level", default="sub_question", choices=["sub_question", "final"])
+    e.add_argument("--prompt-variant", action="append", default=[], metavar="DIR",
+                   help="a prompt variant (template folder) judged by every model; repeatable")
     r = p.add_argument_group("running")
     r.add_argument("--concurrency", type=int, default=8, help="samples evaluated at once")
     r.add_argument("--rpm", type=float, help="requests-per-minute limit")
     r.add_argument("--tpm", type=float, help="tokens-per-minute limit")
     r.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
     r.add_argument("--max-retries", type=int, default=6, help="retries of a failed call")
+    r.add_argument(
+        "--retry-backoff",
+        type=float,
+        default=0.5,
+        metavar="SECONDS",
+        help="wait before the first retry, doubled each retry (Retry-After takes precedence)",
+    )
     r.add_argument("--cache-dir", type=Path, help="response cache (default: per-user cache dir)")
     r.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     r.add_argument(
@@ -133,6 +143,7 @@ def _configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, Any]:
             ),
             difference=DifferenceConfig(threshold=args.diff_threshold),
             rubric_options=_parse_options(args.rubric_option),
+            prompt_dir=args.prompt_dir,
         )
         run_config = RunConfig(
             concurrency=args.concurrency,
@@ -140,6 +151,7 @@ def _configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, Any]:
             tokens_per_minute=args.tpm,
             timeout_s=args.timeout,
             max_retries=args.max_retries,
+            retry_backoff_s=args.retry_backoff,
             use_cache=not args.no_cache,
             **({"cache_dir": args.cache_dir} if args.cache_dir else {}),
         )
@@ -148,6 +160,7 @@ def _configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, Any]:
             temperature=args.ensemble_temperature,
             combine=args.combine,
             level=args.combine_level,
+            prompt_dirs=tuple(args.prompt_variant),
         )
     except (ValueError, CigevalError) as exc:
         raise UsageError(str(exc)) from None

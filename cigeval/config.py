@@ -69,6 +69,9 @@ class EvalConfig(BaseModel):
     grounding: GroundingConfig = Field(default_factory=GroundingConfig)
     difference: DifferenceConfig = Field(default_factory=DifferenceConfig)
     image_format: Literal["PNG", "JPEG"] = "PNG"
+    prompt_dir: str | None = Field(
+        None, description="Folder of .j2 templates replacing built-in ones of the same name."
+    )
     rubric_options: dict[str, Any] = Field(
         default_factory=dict, description="Rubric-specific settings, e.g. {'mode': 'online'}."
     )
@@ -100,5 +103,11 @@ class RunConfig(BaseModel):
     tokens_per_minute: float | None = Field(None, gt=0)
     timeout_s: float = Field(120.0, gt=0, description="Per-call timeout.")
     max_retries: int = Field(6, ge=0, description="Retries of a failed call (429, 5xx, ...).")
+    retry_backoff_s: float = Field(
+        0.5,
+        gt=0,
+        description="Wait before the first retry; doubles each retry (jittered, capped at 30 s). "
+        "A server's Retry-After takes precedence.",
+    )
     cache_dir: Path | None = Field(default_factory=default_cache_dir)
     use_cache: bool = True

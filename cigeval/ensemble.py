@@ -31,6 +31,9 @@ class EnsembleConfig(BaseModel):
     combine: str = Field("mean", description=f"One of {', '.join(COMBINE_RULES)}.")
     level: Literal["sub_question", "final"] = "sub_question"
     grid: float = Field(1.0, gt=0, description="Grid step (0-10 scale) for the majority rule.")
+    prompt_dirs: tuple[str, ...] = Field(
+        (), description="Prompt variants: template folders, each judged with every model."
+    )
 
     def model_post_init(self, __context: Any) -> None:
         """Reject unknown combine rules early."""
@@ -47,27 +50,37 @@ class Judge:
     backend: Backend
     settings: GenerationSettings
     label: str
+    prompt_dir: str | None = None
 
 
 def build_judges(
-    backends: list[Backend], base: GenerationSettings, ensemble: EnsembleConfig
+    backends: list[Backend],
+    base: GenerationSettings,
+    ensemble: EnsembleConfig,
+    prompt_dir: str | None = None,
 ) -> list[Judge]:
-    """Every (model, sample) pair of the ensemble as a Judge."""
+    """Every (model, prompt variant, sample) combination of the ensemble as a Judge."""
     judges: list[Judge] = []
+    variants: tuple[str | None, ...] = ensemble.prompt_dirs or (prompt_dir,)
+    several = ensemble.samples_per_model > 1
     for backend in backends:
-        for index in range(ensemble.samples_per_model):
-            if ensemble.samples_per_model == 1:
+        for variant in variants:
+            for index in range(ensemble.samples_per_model):
                 settings = base
-            else:
-                seed = None if base.seed is None else base.seed + index
-                settings = GenerationSettings(
-                    temperature=ensemble.temperature,
-                    max_tokens=base.max_tokens,
-                    seed=seed,
-                    top_p=base.top_p,
-                )
-            suffix = f"#{index + 1}" if ensemble.samples_per_model > 1 else ""
-            judges.append(Judge(backend, settings, backend.identity + suffix))
+                if several:
+                    seed = None if base.seed is None else base.seed + index
+                    settings = GenerationSettings(
+                        temperature=ensemble.temperature,
+                        max_tokens=base.max_tokens,
+                        seed=seed,
+                        top_p=base.top_p,
+                    )
+                label = backend.identity
+                if ensemble.prompt_dirs:
+                    label += f"[{variant}]"
+                if several:
+                    label += f"#{index + 1}"
+                judges.append(Judge(backend, settings, label, variant))
     return judges
 
 

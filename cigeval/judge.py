@@ -28,7 +28,9 @@ class JudgeSession:
         settings: GenerationSettings,
         trace: Trace,
         max_parse_retries: int = 2,
+        prompt_dir: str | None = None,
     ) -> None:
+        self.prompt_dir = prompt_dir
         self.backend = backend
         self.settings = settings
         self.trace = trace
@@ -70,7 +72,9 @@ class JudgeSession:
                 conversation = [
                     *conversation,
                     Message.text("assistant", reply),
-                    Message.text("user", render("reask.j2", error=str(exc))),
+                    Message.text(
+                        "user", render("reask.j2", prompt_dir=self.prompt_dir, error=str(exc))
+                    ),
                 ]
         assert last_error is not None
         raise ParseError(

@@ -95,7 +95,9 @@ class Evaluator:
             resolve_backend(m, base_url=base_url, run_config=self.run_config) for m in models
         ]
         self.backend = self.backends[0]
-        self.judges = build_judges(self.backends, self.config.generation(), self.ensemble)
+        self.judges = build_judges(
+            self.backends, self.config.generation(), self.ensemble, self.config.prompt_dir
+        )
         use_cache = self.run_config.use_cache and self.run_config.cache_dir is not None
         self.tool_cache = ResponseCache(self.run_config.cache_dir) if use_cache else None  # type: ignore[arg-type]
 
@@ -123,10 +125,13 @@ class Evaluator:
         self, sample: Sample, images: dict[str, Any], judge: Judge, encoded: dict[int, Any]
     ) -> tuple[Score, JudgeSession]:
         trace = Trace()
-        session = JudgeSession(judge.backend, judge.settings, trace, self.config.max_parse_retries)
-        run = SampleRun(
-            sample, images, self.config, session, trace, self.tool_cache, _encoded=encoded
+        config = self.config
+        if judge.prompt_dir != config.prompt_dir:
+            config = config.model_copy(update={"prompt_dir": judge.prompt_dir})
+        session = JudgeSession(
+            judge.backend, judge.settings, trace, config.max_parse_retries, judge.prompt_dir
         )
+        run = SampleRun(sample, images, config, session, trace, self.tool_cache, _encoded=encoded)
         try:
             score = await self.rubric.evaluate(run)
         except Exception as exc:  # one failed judgment must never stop the others

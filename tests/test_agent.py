@@ -254,3 +254,17 @@ def test_html_display_shows_images_and_sub_scores(seven):
     html = ev.evaluate(seven["subject_driven_ig"])._repr_html_()
     assert html.count("<img") == 2  # subject and output
     assert "judged subject_similarity" in html and "0.70" in html
+
+
+def test_prompt_variants_replace_templates_and_form_an_ensemble(seven, tmp_path):
+    variant = tmp_path / "strict"
+    variant.mkdir()
+    (variant / "prompt_following.j2").write_text("STRICT VARIANT: judge the prompt harshly.")
+    backend = ScriptedBackend(rule_judge())
+    ev = Evaluator(backend, run_config=NO_CACHE, tools=(),
+                   ensemble=EnsembleConfig(prompt_dirs=(str(variant), str(tmp_path / "none"))))
+    score = ev.evaluate(seven["text_guided_ig"])
+    texts = [request_text(r) for r in backend.requests]
+    assert sum("STRICT VARIANT" in t for t in texts) == 1
+    assert len(score.details["judgments"]) == 2
+    assert score.details["judgments"][0]["judge"].endswith(f"[{variant}]")

@@ -40,8 +40,9 @@ def build_judge_messages(
     tool_names: list[str],
 ) -> list[Message]:
     """System context plus a user message: rules, labelled images, tool content, condition."""
+    prompt_dir = run.config.prompt_dir
     parts: list[TextPart | ImagePart] = [
-        TextPart("RULES:\n" + render(f"{question.template}.j2")),
+        TextPart("RULES:\n" + render(f"{question.template}.j2", prompt_dir=prompt_dir)),
     ]
     replaced = result.images if result is not None else {}
     for index, role in enumerate(question.image_roles, start=1):
@@ -53,6 +54,7 @@ def build_judge_messages(
     condition = question.condition_text(run.sample)
     tail = render(
         "judge_tail.j2",
+        prompt_dir=prompt_dir,
         tool=result.tool if result is not None else None,
         highlighted=bool(result is not None and result.highlighted),
         observation=result.text if result is not None and result.text else "",
@@ -64,7 +66,8 @@ def build_judge_messages(
         tool_names=", ".join(f'"{n}"' for n in tool_names),
     )
     parts.append(TextPart(tail))
-    return [Message.text("system", render("context.j2")), Message("user", tuple(parts))]
+    system = render("context.j2", prompt_dir=prompt_dir)
+    return [Message.text("system", system), Message("user", tuple(parts))]
 
 
 def parse_judge_reply(

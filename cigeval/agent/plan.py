@@ -48,6 +48,7 @@ def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> li
     ]
     text = render(
         "tool_selection.j2",
+        prompt_dir=run.config.prompt_dir,
         task_title=spec.title,
         condition_lines=conditions,
         questions=questions,

@@ -8,12 +8,16 @@ from typing import Any
 
 import jinja2
 
+BUILTIN_FOLDER = Path(__file__).resolve().parent
 
-@lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
-    folder = Path(__file__).resolve().parent
+
+@lru_cache(maxsize=16)
+def _environment(override: str | None = None) -> jinja2.Environment:
+    loaders: list[jinja2.BaseLoader] = [jinja2.FileSystemLoader(str(BUILTIN_FOLDER))]
+    if override is not None:
+        loaders.insert(0, jinja2.FileSystemLoader(override))
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(folder)),
+        loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -22,12 +26,13 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def render(template: str, **variables: Any) -> str:
+def render(template: str, /, *, prompt_dir: str | None = None, **variables: Any) -> str:
     """Render ``template`` (a file name in cigeval/prompts) with ``variables``.
 
-    Undefined variables are an error, so a template and its caller cannot drift apart silently.
+    A file of the same name in ``prompt_dir`` takes precedence (prompt variants). Undefined
+    variables are an error, so a template and its caller cannot drift apart silently.
     """
-    return _environment().get_template(template).render(**variables).strip()
+    return _environment(prompt_dir).get_template(template).render(**variables).strip()
 
 
 def render_string(source: str, **variables: Any) -> str:
