@@ -32,15 +32,8 @@ EXCLUDED_BY_DEFAULT: dict[str, frozenset[str]] = {
 KEY: list[str] = ["task", "model", "uid"]
 
 _DATA_DIR = "imagenhub_human_ratings"
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_PAIR = r"^\s*\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]\s*$"
 _RATER_FILE = re.compile(r"_rater(\d+)\.tsv$")
-
-
-def _parse_pair(cell: str, where: str) -> tuple[float, float]:
-    values = [float(v) for v in _NUMBER.findall(cell)]
-    if len(values) != 2:
-        raise InputError(f"{where}: expected a cell '[SC, PQ]', got {cell!r}")
-    return values[0], values[1]
 
 
 def _rater_files(task: str) -> list[tuple[int, str, str]]:
@@ -63,11 +56,15 @@ def _all_ratings() -> pd.DataFrame:
         for rater, name, text in _rater_files(task):
             table = pd.read_csv(io.StringIO(text), sep="\t", dtype=str, keep_default_na=False)
             long = table.melt(id_vars="uid", var_name="model", value_name="cell")
-            pairs = [
-                _parse_pair(cell, f"{name} uid {uid} model {model}")
-                for uid, model, cell in zip(long["uid"], long["model"], long["cell"], strict=True)
-            ]
-            values = np.asarray(pairs, dtype=float).reshape(-1, 2)
+            parsed = long["cell"].str.extract(_PAIR)
+            bad = parsed.isna().any(axis=1).to_numpy()
+            if bad.any():
+                row = long[bad].iloc[0]
+                raise InputError(
+                    f"{name} uid {row['uid']} model {row['model']}: expected a cell "
+                    f"'[SC, PQ]', got {row['cell']!r}"
+                )
+            values = parsed.to_numpy(dtype=float)
             frames.append(
                 pd.DataFrame(
                     {

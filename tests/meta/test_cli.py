@@ -1,0 +1,168 @@
+"""The meta command line: JSON shape, readable table, split and export commands, errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+from cigeval.meta.cli import add_meta_subparser, run_meta
+from cigeval.tasks.ids import PAPER_TASK_ORDER
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Parse like the main ``cigeval`` parser does and run; (exit status, stdout, stderr)."""
+    parser = argparse.ArgumentParser(prog="cigeval")
+    add_meta_subparser(parser.add_subparsers(dest="command"))
+    try:
+        status = run_meta(parser.parse_args(["meta", *argv]))
+    except SystemExit as exc:  # argparse usage errors
+        status = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_ensemble_command_of_issue_6(scores_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        [
+            "imagenhub",
+            "--scores",
+            str(scores_dir / "gpt4o_0shot.tsv"),
+            "--scores",
+            str(scores_dir / "gpt4o_1shot.tsv"),
+            "--format",
+            "viescore",
+            "--combine",
+            "mean",
+            "--dimension",
+            "SC",
+            "--aggregate",
+            "paper",
+            "--json",
+        ],
+        capsys,
+    )
+    assert status == 0
+    data = json.loads(out)
+    assert list(data["tasks"]) == list(PAPER_TASK_ORDER)
+    assert data["average"] == pytest.approx(0.4638, abs=1e-3)
+    assert data["coverage"]["totals"]["used"] == 4801
+    assert data["evaluator"] == "mean(gpt4o_0shot, gpt4o_1shot)"
+
+
+def test_human_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(["imagenhub", "--human", "--round", "4", "--json"], capsys)
+    assert status == 0
+    data = json.loads(out)
+    assert {"tasks", "average", "coverage", "per_model", "undefined"} <= set(data)
+    assert all(isinstance(v, float) for v in data["tasks"].values())
+    assert data["average"] == 0.47
+    assert data["per_model"]["text_guided_ie"].keys() >= {"MagicBrush"}
+    assert "Imagic" not in data["per_model"]["text_guided_ie"]
+    status, out, _ = run(["imagenhub", "--human", "--json", "--all-models"], capsys)
+    assert "Imagic" in json.loads(out)["per_model"]["text_guided_ie"]
+
+
+def test_readable_table(scores_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        ["imagenhub", "--scores", str(scores_dir / "gpt4o_0shot.tsv"), "--bootstrap", "50"],
+        capsys,
+    )
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[1].split("|")[1].strip() == "Text-Guided IG"
+    assert lines[1].split("|")[-1].strip() == "Average"
+    assert lines[3].split("|")[-1].strip() == "0.4459"
+    assert lines[4].startswith("95% CI")
+    assert any(line.startswith("coverage: 4801 of 4801") for line in lines)
+
+
+def test_split_then_subset(tmp_path: Path, scores_dir: Path, capsys) -> None:
+    split = tmp_path / "split.json"
+    status, out, _ = run(["split", "--out", str(split), "--seed", "3"], capsys)
+    assert status == 0 and "test samples" in out and split.exists()
+    status, out, _ = run(
+        [
+            "imagenhub",
+            "--scores",
+            str(scores_dir / "gpt4o_0shot.tsv"),
+            "--split",
+            str(split),
+            "--subset",
+            "test",
+            "--json",
+        ],
+        capsys,
+    )
+    data = json.loads(out)
+    assert status == 0 and data["coverage"]["totals"]["used"] < 4801
+    assert any("test side" in note for note in data["notes"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["imagenhub", "--scores", "absent.tsv"], "cannot read"),
+        (["imagenhub", "--scores", "a.tsv", "--scores", "b.tsv"], "--combine"),
+        (["imagenhub", "--human", "--split", "s.json"], "--split and --subset"),
+        (["export-trajectories", "absent.jsonl", "--out", "x.jsonl"], "cannot read"),
+    ],
+)
+def test_bad_input_exits_2(
+    argv: list[str], message: str, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run(argv, capsys)
+    assert status == 2 and message in err and out == ""
+
+
+@pytest.mark.parametrize(
+    "argv", [["imagenhub"], ["imagenhub", "--human", "--dimension", "XY"], ["nothing"]]
+)
+def test_usage_errors_exit_2(argv: list[str], capsys) -> None:
+    status, _, err = run(argv, capsys)
+    assert status == 2 and "usage" in err
+
+
+def test_export_command(tmp_path: Path, capsys) -> None:
+    results = tmp_path / "results.jsonl"
+    call = {
+        "type": "model_call",
+        "purpose": "judge",
+        "model": "j",
+        "reply": "8",
+        "messages": [{"role": "user", "text": "Rate.", "images": []}],
+    }
+    results.write_text(
+        json.dumps(
+            {
+                "id": "x",
+                "task": "text_guided_ig",
+                "model": "SD",
+                "status": "ok",
+                "score": 0.8,
+                "trace": [call],
+            }
+        )
+        + "\n"
+    )
+    status, out, _ = run(
+        ["export-trajectories", str(results), "--out", str(tmp_path / "o.jsonl")], capsys
+    )
+    assert status == 0 and "wrote 1 conversations from 1 of 1 records" in out
+
+
+def test_python_dash_m_runs_standalone(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Runs the module the way ``python -m cigeval.meta`` does, without a second interpreter.
+    argv = ["python -m cigeval.meta", "imagenhub", "--human", "--round", "4", "--json"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_module("cigeval.meta", run_name="__main__", alter_sys=True)
+    assert exit_info.value.code == 0
+    assert json.loads(capsys.readouterr().out)["average"] == 0.47

@@ -1,0 +1,98 @@
+"""Reproducing the published and recomputed meta-evaluation numbers from the shared data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cigeval.meta import combine_scores, human_baseline, load_viescore_tsv, meta_evaluate
+from cigeval.meta.result import MetaResult
+from cigeval.tasks.ids import PAPER_TASK_ORDER
+
+
+def _row(result: MetaResult) -> list[float]:
+    return [round(result.tasks[t], 4) for t in PAPER_TASK_ORDER] + [round(result.average, 4)]
+
+
+@pytest.fixture(scope="module")
+def gpt4o_0shot(scores_dir: Path):
+    return load_viescore_tsv(scores_dir / "gpt4o_0shot.tsv")
+
+
+@pytest.fixture(scope="module")
+def gpt4o_1shot(scores_dir: Path):
+    return load_viescore_tsv(scores_dir / "gpt4o_1shot.tsv")
+
+
+def test_published_human_row_with_rounding(reference: dict[str, Any]) -> None:
+    published = reference["cigeval_table1_SC_spearman"]["human_raters"]
+    result = human_baseline("SC", aggregate="paper", round_to=4)
+    assert [result.tasks[t] for t in PAPER_TASK_ORDER] + [result.average] == published
+    assert published == [0.5044, 0.539, 0.423, 0.5443, 0.478, 0.4887, 0.5927, 0.47]
+
+
+def test_human_row_without_rounding(reference: dict[str, Any]) -> None:
+    recomputed = reference["recomputed_from_shared_data"]
+    result = human_baseline("SC")
+    assert _row(result) == recomputed["human_raters_SC_per_task"]
+    averages = [round(human_baseline(d).average, 4) for d in ("SC", "PQ", "O")]
+    assert averages == recomputed["human_raters_SC_PQ_O_AVG"]
+
+
+def test_published_viescore_gpt4o_row(reference: dict[str, Any], gpt4o_0shot) -> None:
+    published = reference["cigeval_table1_SC_spearman"]["VIEScore_GPT-4o"]
+    result = meta_evaluate(gpt4o_0shot, "SC")
+    assert _row(result) == published
+    assert result.coverage_totals()["used"] == 4801
+    assert len(result.per_model) == 29
+
+
+def test_true_fisher_z_row(reference: dict[str, Any], gpt4o_0shot) -> None:
+    expected = reference["recomputed_from_shared_data"]["gpt4o_0shot_SC_true_fisher_z"]
+    assert _row(meta_evaluate(gpt4o_0shot, "SC", aggregate="fisher_z")) == expected
+
+
+def test_gpt4o_1shot(reference: dict[str, Any], scores_dir: Path, gpt4o_1shot) -> None:
+    sc, pq, overall = reference["recomputed_from_shared_data"]["gpt4o_1shot_SC_PQ_O_AVG"]
+    # The reference (and issue 6) count an image with an empty PQ answer as missing for SC too.
+    by_row = load_viescore_tsv(scores_dir / "gpt4o_1shot.tsv", missing="row")
+    assert round(meta_evaluate(by_row, "SC").average, 4) == sc
+    assert round(meta_evaluate(gpt4o_1shot, "PQ").average, 4) == pq
+    assert meta_evaluate(gpt4o_1shot, "O").average == pytest.approx(overall, abs=2e-4)
+    per_cell = meta_evaluate(gpt4o_1shot, "SC")
+    assert round(per_cell.average, 4) == 0.4313
+    assert per_cell.coverage_totals()["used"] == 4801
+    assert meta_evaluate(by_row, "SC").coverage_totals()["missing"] == 16
+
+
+@pytest.mark.parametrize(("dimension", "key"), [("PQ", "gpt4o_0shot_PQ"), ("O", "gpt4o_0shot_O")])
+def test_gpt4o_0shot_pq_and_o_close_to_recomputed(
+    reference: dict[str, Any], gpt4o_0shot, dimension: str, key: str
+) -> None:
+    # Known gap: the researcher's recomputation differs in the 4th decimal on a few tasks
+    # (largest 0.0021, Text-Guided IG O) for reasons the shared data does not reveal; SC and
+    # the human rows match exactly.
+    expected = reference["recomputed_from_shared_data"][key]
+    got = _row(meta_evaluate(gpt4o_0shot, dimension))
+    assert got == pytest.approx(expected, abs=2.5e-3)
+
+
+def test_ensemble_of_gpt4o_0shot_and_1shot(gpt4o_0shot, gpt4o_1shot) -> None:
+    combined = combine_scores([gpt4o_0shot, gpt4o_1shot], "mean")
+    result = meta_evaluate(combined, "SC", aggregate="paper")
+    assert result.average == pytest.approx(0.4638, abs=1e-3)
+    assert round(result.average, 4) == 0.4638
+    assert result.coverage_totals()["used"] == 4801
+
+
+def test_test_split_restricts_and_changes_the_numbers(gpt4o_0shot) -> None:
+    from cigeval.meta import make_split
+
+    split = make_split(0.4, seed=0)
+    result = meta_evaluate(gpt4o_0shot, samples=split.subset("test"))
+    totals = result.coverage_totals()
+    assert totals["n_human"] == totals["used"] < 4801
+    assert 0.35 * 4801 < totals["used"] < 0.45 * 4801
+    assert result.average != pytest.approx(meta_evaluate(gpt4o_0shot).average, abs=1e-6)

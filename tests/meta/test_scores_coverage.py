@@ -1,0 +1,162 @@
+"""Score loaders and the coverage report on deliberately incomplete score files."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from cigeval.errors import InputError
+from cigeval.meta import load_human_ratings, load_scores, meta_evaluate, records_to_frame
+from cigeval.meta.scores import load_viescore_tsv, viescore_cell
+
+TASK, MODEL = "mask_guided_ie", "Glide"
+
+
+def _write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("[7, 8]", 0.7),
+        ("[0, 10]", 0.0),
+        ("9", 0.9),
+        ('["10", 8]', 0.8),
+        ("[80]", 1.0),
+        ("[-2, 5]", 0.0),
+        ("", math.nan),
+        ("[]", math.nan),
+        ("n/a", math.nan),
+    ],
+)
+def test_viescore_cell(cell: str, expected: float) -> None:
+    value = viescore_cell(cell)
+    assert (math.isnan(value) and math.isnan(expected)) or value == pytest.approx(expected)
+
+
+def test_viescore_table_missing_policies(tmp_path: Path) -> None:
+    table = tmp_path / "judge.tsv"
+    table.write_text(
+        "task\tmodel\tuid\tsc_score\tpq_score\n"
+        "ImagenHub_Mask-Guided_IE\tGlide\tu1\t[4, 9]\t[6, 8]\n"
+        "ImagenHub_Mask-Guided_IE\tGlide\tu2\t[5]\t\n",
+        encoding="utf-8",
+    )
+    by_cell = load_viescore_tsv(table)
+    assert by_cell.loc[(TASK, MODEL, "u1"), "SC"] == pytest.approx(0.4)
+    assert by_cell.loc[(TASK, MODEL, "u1"), "O"] == pytest.approx(math.sqrt(0.4 * 0.6))
+    assert by_cell.loc[(TASK, MODEL, "u2"), "SC"] == pytest.approx(0.5)
+    assert math.isnan(by_cell.loc[(TASK, MODEL, "u2"), "O"])
+    by_row = load_viescore_tsv(table, missing="row")
+    assert math.isnan(by_row.loc[(TASK, MODEL, "u2"), "SC"])
+
+
+def test_viescore_table_with_wrong_columns(tmp_path: Path) -> None:
+    table = tmp_path / "bad.tsv"
+    table.write_text("a\tb\n1\t2\n", encoding="utf-8")
+    with pytest.raises(InputError, match="missing column"):
+        load_viescore_tsv(table)
+
+
+def test_incomplete_cigeval_results_coverage(tmp_path: Path) -> None:
+    human = load_human_ratings()
+    uids = sorted(human.loc[(TASK, MODEL)].index)
+    assert len(uids) == 179
+    rng = np.random.default_rng(0)
+    records, used_x, used_y = [], [], []
+    for i, uid in enumerate(uids):
+        if i < 5:
+            continue  # never evaluated: human-only
+        record = {"id": uid, "task": TASK, "model": MODEL, "status": "ok", "sub_scores": []}
+        if i < 9:
+            record.update(status="error", score=None, error="backend failed")
+        elif i == 9:
+            record["score"] = None  # ok but without a value: missing
+        else:
+            h = float(human.loc[(TASK, MODEL, uid), "SC"])
+            score = float(np.clip(h + rng.normal(0, 0.3), 0, 1))
+            if i % 2:
+                record["dimensions"] = {"SC": score, "PQ": 0.5}
+                record["score"] = 0.0  # dimensions.SC wins over score
+            else:
+                record["score"] = score
+            used_x.append(h)
+            used_y.append(score)
+        records.append(record)
+    records.append(
+        {"id": "not_a_sample.jpg", "task": TASK, "model": MODEL, "status": "ok", "score": 0.5}
+    )
+    records.append(
+        {
+            "id": uids[0],
+            "task": "ImagenHub_Mask-Guided_IE",
+            "model": "NewModel",
+            "status": "ok",
+            "score": 0.5,
+        }
+    )
+    path = _write_jsonl(tmp_path / "results.jsonl", records)
+
+    result = meta_evaluate(load_scores(path), "SC")
+    cell = result.coverage.loc[(TASK, MODEL)]
+    assert cell.to_dict() == {
+        "n_human": 179,
+        "n_evaluator": 175,
+        "human_only": 5,
+        "evaluator_only": 1,
+        "failed": 4,
+        "missing": 1,
+        "partial": 0,
+        "used": 169,
+    }
+    assert result.coverage.loc[(TASK, "NewModel"), "evaluator_only"] == 1
+    totals = result.coverage_totals()
+    assert totals["evaluator_only"] == 2
+    assert totals["human_only"] == 4801 - 179 + 5
+    expected = stats.spearmanr(used_x, used_y).statistic
+    assert result.per_model.loc[(TASK, MODEL), "rho"] == pytest.approx(expected, abs=1e-12)
+    assert result.per_model.loc[(TASK, MODEL), "n"] == 169
+    # Every other cell has no scores: undefined, so the averages are too (and say why).
+    assert math.isnan(result.average)
+    assert len(result.undefined) == 28
+    assert "0 paired" in result.undefined[0][2]
+    assert "human-only 4627" in result.table()
+    assert math.isnan(result.tasks[TASK])  # Glide's three task-mates have no scores
+    omitted = meta_evaluate(load_scores(path), "SC", nan_policy="omit")
+    assert omitted.tasks[TASK] == pytest.approx(math.tanh(expected))
+    assert omitted.average == pytest.approx(math.tanh(math.tanh(expected)))
+    # PQ only where dimensions carry it.
+    pq = meta_evaluate(load_scores(path), "PQ").coverage.loc[(TASK, MODEL)]
+    assert pq["used"] == 84 and pq["missing"] == 86 and pq["failed"] == 4
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        ({"id": "a", "task": TASK, "status": "ok", "score": 0.1}, "model"),
+        ({"task": TASK, "model": "m", "status": "ok"}, "id"),
+        ({"id": "a", "task": TASK, "model": "m", "status": "ok", "score": "high"}, "number"),
+    ],
+)
+def test_bad_records(record: dict, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        records_to_frame([record])
+
+
+def test_duplicate_keys_and_bad_json(tmp_path: Path) -> None:
+    record = {"id": "a", "task": TASK, "model": "m", "status": "ok", "score": 0.1}
+    with pytest.raises(InputError, match="share a"):
+        records_to_frame([record, record])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\n{not json\n', encoding="utf-8")
+    with pytest.raises(InputError, match="line 2"):
+        load_scores(bad)
+    with pytest.raises(InputError, match="cannot read"):
+        load_scores(tmp_path / "absent.jsonl")
