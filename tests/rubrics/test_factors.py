@@ -38,8 +38,13 @@ IP_KEYS = ["unchanged_regions", "global_consistency", "identity_preservation"]
 GOOD = "The added beach sand matches the reference in grain and tone, with the fox sitting at a believable size near the frame centre."  # noqa: E501
 
 
-def answer(keys: list[str], scores: list[int] | None = None, mode: str = "offline",
-           image_id: str = "s1", **overrides: Any) -> dict[str, Any]:
+def answer(
+    keys: list[str],
+    scores: list[int] | None = None,
+    mode: str = "offline",
+    image_id: str = "s1",
+    **overrides: Any,
+) -> dict[str, Any]:
     """A valid reply for ``keys``; ``overrides`` replace single factor entries."""
     scores = scores or [5] * len(keys)
     results = {k: {"score": s, "justification": GOOD} for k, s in zip(keys, scores, strict=True)}
@@ -57,8 +62,9 @@ def offline_sample(**fields: Any):
 
 
 def online_sample():
-    return make_sample(images={"source": image(COLOURS["source"]),
-                               "output": image(COLOURS["output"])})
+    return make_sample(
+        images={"source": image(COLOURS["source"]), "output": image(COLOURS["output"])}
+    )
 
 
 def test_seed_factor_keys_are_exact():
@@ -85,13 +91,17 @@ async def test_offline_edit_quality_prompt_images_and_value():
     assert score.details["scale"] == [1, 7]
     assert score.details["image_id"] == "s1"
     assert score.details["offline_factor_results"]["seamlessness"] == {
-        "score": 2, "justification": GOOD}
+        "score": 2,
+        "justification": GOOD,
+    }
 
     (request,) = backend.requests
     message = user_message(request)
     # ground truth first, then the edited image; never the source in offline mode
-    assert image_hashes(message) == [sha(image(COLOURS["ground_truth"])),
-                                     sha(image(COLOURS["output"]))]
+    assert image_hashes(message) == [
+        sha(image(COLOURS["ground_truth"])),
+        sha(image(COLOURS["output"])),
+    ]
     text = all_text(request)
     for key in EQ_KEYS:
         assert f'"{key}"' in text
@@ -141,15 +151,24 @@ def test_validate_needs_output_instruction_and_a_reference():
     [
         (answer(IF_KEYS[:2]), "missing the key(s) 'plausibility'"),
         (answer(IF_KEYS, [5, 8, 5]), "completeness.score is 8, outside the allowed range 1-7"),
-        (answer(IF_KEYS, plausibility={"score": 4, "justification": "looks fine overall"}),
-         "plausibility.justification has 3 words; it must have 15 to 30"),
-        (answer(IF_KEYS, alignment={"score": 5.5, "justification": GOOD}),
-         "alignment.score must be an integer from 1 to 7"),
-        (answer(IF_KEYS, realism={"score": 5, "justification": GOOD}),
-         "unexpected key(s) 'realism'"),
+        (
+            answer(IF_KEYS, plausibility={"score": 4, "justification": "looks fine overall"}),
+            "plausibility.justification has 3 words; it must have 15 to 30",
+        ),
+        (
+            answer(IF_KEYS, alignment={"score": 5.5, "justification": GOOD}),
+            "alignment.score must be an integer from 1 to 7",
+        ),
+        (
+            answer(IF_KEYS, realism={"score": 5, "justification": GOOD}),
+            "unexpected key(s) 'realism'",
+        ),
         (answer(IF_KEYS, image_id="<image_identifier>"), "image_id must be 's1'"),
         (answer(IF_KEYS, mode="online"), "missing the key(s) 'offline_factor_results'"),
-        (answer(IF_KEYS, alignment={"score": 5}), "alignment is missing the key(s) 'justification'"),
+        (
+            answer(IF_KEYS, alignment={"score": 5}),
+            "alignment is missing the key(s) 'justification'",
+        ),
     ],
 )
 async def test_malformed_reply_is_reasked_with_the_precise_error(bad, expected):
@@ -195,10 +214,12 @@ async def test_retries_exhausted_give_an_error_record_without_numbers():
 
 
 def test_end_to_end_through_the_evaluator_and_meta_records():
-    backend = ScriptedBackend([
-        reply(answer(EQ_KEYS, [6] * 6, image_id="a")),
-        *[reply(answer(EQ_KEYS[:5], image_id="b"))] * 3,
-    ])
+    backend = ScriptedBackend(
+        [
+            reply(answer(EQ_KEYS, [6] * 6, image_id="a")),
+            *[reply(answer(EQ_KEYS[:5], image_id="b"))] * 3,
+        ]
+    )
     ev = evaluator(backend, "edit_quality")
     good = ev.evaluate(offline_sample(id="a", model="gen-x"))
     bad = ev.evaluate(offline_sample(id="b", model="gen-x"))
