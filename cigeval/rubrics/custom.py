@@ -91,7 +91,7 @@ class Factor:
 
     def __post_init__(self) -> None:
         if not self.key.isidentifier():
-            raise ConfigError(f"factor key {self.key!r} must be a lowercase identifier")
+            raise ConfigError(f"factor key {self.key!r} must be an identifier (letters, digits, underscores)")
         if not self.title:
             object.__setattr__(self, "title", self.key.replace("_", " ").title())
 
