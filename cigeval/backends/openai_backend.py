@@ -1,0 +1,322 @@
+"""Any OpenAI-compatible chat endpoint: OpenAI itself, vLLM, SGLang, Ollama, LM Studio, ...
+
+Retries are ours, not the client's: exponential backoff with jitter on 429 (honouring
+``Retry-After`` / ``retry-after-ms``), 408/409/5xx, timeouts, dropped connections and replies
+that cannot be read. Other 4xx errors fail at once. The API key never appears in an error
+message, a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import random
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
+from cigeval.errors import BackendError, ConfigError
+from cigeval.messages import ImagePart, Message, ModelRequest, ModelResponse, TextPart, Usage
+
+logger = logging.getLogger("cigeval.backends.openai")
+
+#: Key sent to servers that need none (vLLM, Ollama, ...); the client insists on some key.
+PLACEHOLDER_KEY = "EMPTY"
+#: The longest server-requested wait honoured before retrying, in seconds.
+MAX_RETRY_AFTER_S = 120.0
+_RETRYABLE_STATUS = {408, 409, 429}
+
+
+class _MalformedReply(Exception):
+    """HTTP succeeded but the body is not a usable chat completion."""
+
+
+class _Secret:
+    """Holds the API key; its repr never shows it."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "_Secret('***')"
+
+
+class OpenAIBackend:
+    """A model behind the OpenAI chat-completions API.
+
+    ``base_urls``: one URL, or several data-parallel replicas served round robin (each retry
+    moves on to the next replica); default ``$OPENAI_BASE_URL`` or OpenAI itself. ``api_key``:
+    default ``$OPENAI_API_KEY``; servers other than OpenAI get a placeholder when none is set.
+    ``timeout_s`` bounds each attempt; ``max_retries`` counts retries after the first attempt;
+    ``max_in_flight`` caps concurrent calls; ``rate_limiter`` spaces them. ``max_tokens_param``
+    names the field for the reply length: OpenAI wants ``max_completion_tokens``, most other
+    servers ``max_tokens`` (the default picks by endpoint).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_urls: Sequence[str] | str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 6,
+        max_in_flight: int | None = None,
+        rate_limiter: RateLimiter | None = None,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        max_tokens_param: str | None = None,
+    ) -> None:
+        if not model:
+            raise ConfigError("OpenAIBackend needs a model name")
+        if isinstance(base_urls, str):
+            base_urls = [u.strip() for u in base_urls.split(",")]
+        urls = [u for u in (base_urls or []) if u]
+        if not urls and os.environ.get("OPENAI_BASE_URL"):
+            urls = [os.environ["OPENAI_BASE_URL"]]
+        official = not urls or any(urlsplit(u).hostname == "api.openai.com" for u in urls)
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if official:
+                raise ConfigError(
+                    f"no API key for OpenAI model {model!r}: set the OPENAI_API_KEY environment "
+                    "variable, or point at an OpenAI-compatible server with --base-url / "
+                    "'openai:<model>@http://host:8000/v1'"
+                )
+            key = PLACEHOLDER_KEY
+        if max_retries < 0 or timeout_s <= 0:
+            raise ConfigError("max_retries must be >= 0 and timeout_s > 0")
+        self.model = model
+        self.base_urls: list[str | None] = list(urls) or [None]
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.rate_limiter = rate_limiter
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.max_tokens_param = max_tokens_param or (
+            "max_completion_tokens" if official else "max_tokens"
+        )
+        self._key = _Secret(key)
+        self._in_flight = InFlightLimit(max_in_flight)
+        self._turn = itertools.count()
+        self._lock = threading.Lock()
+        # httpx connection pools belong to one event loop: one set of clients per loop.
+        self._clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, list[openai.AsyncOpenAI]
+        ] = weakref.WeakKeyDictionary()
+
+    @property
+    def identity(self) -> str:
+        """``openai:<model>`` (the URL and key are not part of it)."""
+        return f"openai:{self.model}"
+
+    def __repr__(self) -> str:
+        urls = [_public_url(u) if u else "https://api.openai.com/v1" for u in self.base_urls]
+        return f"OpenAIBackend(model={self.model!r}, base_urls={urls!r})"
+
+    def _client(self, index: int) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            clients = self._clients.get(loop)
+            if clients is None:
+                clients = [
+                    openai.AsyncOpenAI(
+                        api_key=self._key.value,
+                        base_url=url,
+                        timeout=self.timeout_s,
+                        max_retries=0,
+                    )
+                    for url in self.base_urls
+                ]
+                self._clients[loop] = clients
+        return clients[index]
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections opened in the running event loop."""
+        clients = self._clients.pop(asyncio.get_running_loop(), [])
+        for client in clients:
+            await client.close()
+
+    def payload(self, request: ModelRequest) -> dict[str, Any]:
+        """The chat-completions request body for ``request`` (without the model's reply)."""
+        settings = request.settings
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [to_openai_message(m) for m in request.messages],
+            "temperature": settings.temperature,
+            self.max_tokens_param: settings.max_tokens,
+        }
+        if settings.seed is not None:
+            body["seed"] = settings.seed
+        if settings.top_p is not None:
+            body["top_p"] = settings.top_p
+        return body
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request``, retrying transient failures; raise BackendError when they persist."""
+        started = time.perf_counter()
+        body = self.payload(request)
+        estimate = 0
+        if self.rate_limiter is not None and self.rate_limiter.tokens_per_minute:
+            estimate = estimate_tokens(
+                [m.text_content() for m in request.messages],
+                [(i.width, i.height) for m in request.messages for i in m.images()],
+                request.settings.max_tokens,
+            )
+        attempts = 0
+        last_error = "no attempt made"
+        while True:
+            attempts += 1
+            with self._lock:
+                index = next(self._turn) % len(self.base_urls)
+            url = self.base_urls[index]
+            retry_after: float | None = None
+            fatal_status = 0
+            try:
+                async with self._in_flight.slot():
+                    if self.rate_limiter is not None:
+                        await self.rate_limiter.acquire(estimate)
+                    completion = await self._client(index).chat.completions.create(
+                        **body, timeout=self.timeout_s
+                    )
+                text, model, usage = _read_completion(completion, self.model)
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                last_error = f"HTTP {status}: {self._redact(_status_detail(exc))}"
+                if status not in _RETRYABLE_STATUS and status < 500:
+                    fatal_status = status
+                else:
+                    retry_after = _retry_after(exc.response.headers)
+            except openai.APITimeoutError:
+                last_error = f"timed out after {self.timeout_s:g} s"
+            except openai.APIConnectionError as exc:
+                last_error = f"connection failed: {self._redact(_cause_text(exc))}"
+            except (_MalformedReply, openai.APIResponseValidationError, ValueError) as exc:
+                last_error = f"unreadable reply: {self._redact(str(exc))[:300]}"
+            else:
+                if self.rate_limiter is not None:
+                    self.rate_limiter.settle(estimate, usage.total_tokens)
+                return ModelResponse(text, model, usage, time.perf_counter() - started)
+            # Raised here, outside the except clauses, so that the client's exception (whose
+            # request still holds the Authorization header) is not chained as __context__.
+            if fatal_status:
+                raise BackendError(self._failure(url, attempts, last_error, fatal_status))
+            if attempts > self.max_retries:
+                raise BackendError(self._failure(url, attempts, last_error))
+            delay = self._delay(attempts, retry_after)
+            logger.debug(
+                "%s attempt %d failed (%s); retrying in %.2f s",
+                self.identity,
+                attempts,
+                last_error,
+                delay,
+            )
+            await asyncio.sleep(delay)
+
+    def _delay(self, attempts: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, MAX_RETRY_AFTER_S) * random.uniform(1.0, 1.1)
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempts - 1))
+        return ceiling * random.uniform(0.5, 1.0)
+
+    def _failure(self, url: str | None, attempts: int, error: str, status: int = 0) -> str:
+        where = _public_url(url) if url else "https://api.openai.com/v1"
+        hint = {
+            401: " (check OPENAI_API_KEY or the api_key given)",
+            403: " (the key is not allowed to use this model)",
+            404: " (check the model name and the base URL, which usually ends in /v1)",
+        }.get(status, "")
+        tries = "attempt" if attempts == 1 else "attempts"
+        return f"{self.identity} at {where} failed after {attempts} {tries}: {error}{hint}"
+
+    def _redact(self, text: str) -> str:
+        key = self._key.value
+        return text.replace(key, "***") if key != PLACEHOLDER_KEY else text
+
+
+def to_openai_message(message: Message) -> dict[str, Any]:
+    """One cigeval message as an OpenAI chat message (images as base64 data URIs)."""
+    if message.role == "assistant":
+        if message.images():
+            raise BackendError("assistant messages cannot carry images in the OpenAI chat API")
+        return {"role": "assistant", "content": message.text_content()}
+    parts = message.parts
+    if len(parts) == 1 and isinstance(parts[0], TextPart):
+        return {"role": message.role, "content": parts[0].text}
+    content: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, ImagePart):
+            content.append({"type": "image_url", "image_url": {"url": part.image.data_uri()}})
+        else:
+            content.append({"type": "text", "text": part.text})
+    return {"role": message.role, "content": content}
+
+
+def _read_completion(completion: object, default_model: str) -> tuple[str, str, Usage]:
+    if not isinstance(completion, ChatCompletion):
+        raise _MalformedReply(f"expected a chat completion, got {type(completion).__name__}")
+    if not completion.choices:
+        raise _MalformedReply("the reply has no choices")
+    message = completion.choices[0].message
+    text = message.content if message.content is not None else message.refusal
+    if text is None:
+        raise _MalformedReply("the reply has neither content nor a refusal")
+    usage = Usage()
+    if completion.usage is not None:
+        usage = Usage(completion.usage.prompt_tokens or 0, completion.usage.completion_tokens or 0)
+    return text, completion.model or default_model, usage
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds the server asked us to wait, from ``retry-after-ms`` or ``retry-after``."""
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _status_detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        message = error.get("message") if isinstance(error, dict) else error
+        return str(message)[:300]
+    return str(exc.message)[:300]
+
+
+def _cause_text(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    return f"{exc}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
+
+
+def _public_url(url: str) -> str:
+    """``url`` without any user:password part."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -1,0 +1,194 @@
+"""ResponseCache and CachedBackend: keys, hits, durability, concurrent writers, no secrets."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cigeval.backends import (
+    CachedBackend,
+    OpenAIBackend,
+    ResponseCache,
+    ScriptedBackend,
+    cache_key,
+)
+from cigeval.messages import GenerationSettings, ModelResponse, Usage
+from tests.openai_server import FakeOpenAIServer
+
+from .support import SECRET_KEY, image_request, make_image
+
+
+def test_key_covers_what_changes_the_answer() -> None:
+    red, blue = make_image((255, 0, 0)), make_image((0, 0, 255))
+    base = cache_key("openai:m", image_request("judge", (red,)))
+    assert base == cache_key("openai:m", image_request("judge", (red,)))
+    assert len(base) == 64
+    variants = [
+        cache_key("openai:other", image_request("judge", (red,))),
+        cache_key("openai:m", image_request("judge!", (red,))),
+        cache_key("openai:m", image_request("judge", (blue,))),
+        cache_key("openai:m", image_request("judge", (red, red))),
+        cache_key("openai:m", image_request("judge", (red,), system="Be strict.")),
+        cache_key("openai:m", image_request("judge", (red,), settings=GenerationSettings(seed=1))),
+        cache_key(
+            "openai:m", image_request("judge", (red,), settings=GenerationSettings(temperature=1))
+        ),
+    ]
+    assert base not in variants and len(set(variants)) == len(variants)
+
+
+def test_key_ignores_urls_keys_timeouts_and_retries() -> None:
+    a = OpenAIBackend("m", ["http://127.0.0.1:1/v1"], api_key="k1", timeout_s=5, max_retries=0)
+    b = OpenAIBackend("m", ["http://10.0.0.2:8000/v1"], api_key="k2", timeout_s=99, max_retries=9)
+    request = image_request("x", (make_image(),))
+    assert cache_key(a.identity, request) == cache_key(b.identity, request)
+
+
+async def test_hit_makes_no_call_and_survives_a_fresh_instance(tmp_path: Path) -> None:
+    inner = ScriptedBackend(["first answer"], usage=Usage(5, 3))
+    request = image_request("judge", (make_image(),))
+    miss = await CachedBackend(inner, ResponseCache(tmp_path)).complete(request)
+    assert (miss.text, miss.cached) == ("first answer", False)
+
+    hit = await CachedBackend(inner, ResponseCache(tmp_path)).complete(request)
+    assert (hit.text, hit.model, hit.cached) == ("first answer", "scripted:default", True)
+    assert hit.usage == Usage(5, 3)
+    assert len(inner.requests) == 1  # the script has one reply: a second call would raise
+
+
+async def test_http_cache_hit_makes_no_request(
+    openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.replies = ["remembered"]
+    backend = CachedBackend(
+        OpenAIBackend("fake-model", [openai_server.base_url], api_key=SECRET_KEY),
+        ResponseCache(tmp_path),
+    )
+    request = image_request("judge", (make_image(),))
+    assert (await backend.complete(request)).cached is False
+    again = await backend.complete(request)
+    assert again.cached and again.text == "remembered"
+    assert len(openai_server.requests) == 1
+    for file in tmp_path.rglob("*"):
+        if file.is_file():
+            assert SECRET_KEY.encode() not in file.read_bytes()
+            assert openai_server.base_url.encode() not in file.read_bytes()
+
+
+async def test_errors_are_not_cached(tmp_path: Path) -> None:
+    inner = ScriptedBackend([RuntimeError("boom"), "second try"])
+    backend = CachedBackend(inner, ResponseCache(tmp_path))
+    with pytest.raises(RuntimeError):
+        await backend.complete(image_request())
+    assert (await backend.complete(image_request())).text == "second try"
+
+
+def test_entry_layout_and_corrupt_entries_are_misses(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    key = cache_key("x", image_request())
+    cache.save(key, ModelResponse("answer", "m"))
+    path = cache.path_for("responses", key)
+    assert path == tmp_path / "responses" / key[:2] / key[2:4] / f"{key}.json"
+    assert cache.lookup(key) is not None
+
+    whole = path.read_bytes()
+    for broken in (whole[: len(whole) // 2], b"", b"\x00\xff garbage", b"[1, 2]"):
+        path.write_bytes(broken)
+        assert cache.lookup(key) is None
+    entry = json.loads(whole)
+    entry["key"] = "0" * 64  # an entry that claims another key is not trusted
+    path.write_text(json.dumps(entry))
+    assert cache.lookup(key) is None
+
+
+def test_leftover_temp_files_are_ignored(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    key = cache_key("x", image_request())
+    folder = cache.path_for("responses", key).parent
+    folder.mkdir(parents=True)
+    # What a writer killed before os.replace leaves behind.
+    (folder / ".tmp-abc.part").write_text('{"format": 1, "key": "')
+    assert cache.lookup(key) is None
+    cache.save(key, ModelResponse("ok", "m"))
+    assert cache.lookup(key) is not None
+
+
+def test_json_values_live_in_their_own_namespace(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    key = cache_key("x", image_request())
+    cache.save(key, ModelResponse("model answer", "m"))
+    assert cache.get(key) is None
+    cache.set(key, {"boxes": [[1, 2, 3, 4]]})
+    assert cache.lookup(key) is not None and cache.lookup(key).text == "model answer"  # type: ignore[union-attr]
+    assert ResponseCache(tmp_path).get(key) == {"boxes": [[1, 2, 3, 4]]}
+    cache.set("grounding|sha:abc|query:a cat", [0.5, "cat"])
+    assert cache.get("grounding|sha:abc|query:a cat") == [0.5, "cat"]
+    assert cache.get("grounding|sha:abc|query:a dog") is None
+
+
+def test_non_json_values_are_refused_without_a_trace(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    with pytest.raises(TypeError):
+        cache.set("k", object())
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_concurrent_thread_writers_never_expose_a_partial_entry(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    values = [{"writer": n, "payload": "x" * (2000 * (n + 1))} for n in range(8)]
+    seen: list[object] = []
+    stop = threading.Event()
+
+    def write(value: dict[str, object]) -> None:
+        for _ in range(40):
+            cache.set("shared", value)
+
+    def read() -> None:
+        while not stop.is_set():
+            seen.append(cache.get("shared"))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    writers = [threading.Thread(target=write, args=(v,)) for v in values]
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    stop.set()
+    reader.join()
+    assert cache.get("shared") in values
+    assert all(v is None or v in values for v in seen)
+    leftovers = [p.name for p in tmp_path.rglob(".tmp-*")]
+    assert leftovers == []
+
+
+def _write_many(directory: str, name: str) -> None:
+    cache = ResponseCache(directory)
+    for _ in range(100):
+        cache.set("shared", {"writer": name, "payload": name * 5000})
+
+
+def test_concurrent_process_writers(tmp_path: Path) -> None:
+    # fork: the children start without re-importing cigeval, which keeps the test fast.
+    context = multiprocessing.get_context("fork")
+    processes = [
+        context.Process(target=_write_many, args=(str(tmp_path), name)) for name in ("a", "b")
+    ]
+    for process in processes:
+        process.start()
+    cache = ResponseCache(tmp_path)
+    reads = []
+    while any(p.is_alive() for p in processes):
+        reads.append(cache.get("shared"))
+        time.sleep(0.001)
+    for process in processes:
+        process.join()
+    assert [p.exitcode for p in processes] == [0, 0]
+    valid = [{"writer": n, "payload": n * 5000} for n in ("a", "b")]
+    assert cache.get("shared") in valid
+    assert all(r is None or r in valid for r in reads)

@@ -1,0 +1,291 @@
+"""A small OpenAI-compatible chat server for tests, on 127.0.0.1 in a background thread.
+
+It answers ``POST /v1/chat/completions`` with scripted replies, records every request (body and
+headers) and can inject faults into chosen requests. Typical use::
+
+    with FakeOpenAIServer(["first reply", "second reply"]) as server:
+        backend = OpenAIBackend("fake-model", base_urls=[server.base_url])
+        ...
+        assert server.requests[0].texts() == ["..."]
+
+    server.fail(0, "429", retry_after="0.1")   # the first request gets a 429
+    server.fail(1, "drop")                     # the second: connection closed, no answer
+
+Or as a pytest fixture: ``from tests.openai_server import openai_server`` in a conftest.
+Faults: ``"429"`` (with Retry-After / retry-after-ms), ``"500"``, ``"400"``, ``"401"``,
+``"garbage"`` (HTTP 200, a body that is not JSON), ``"no_choices"`` (HTTP 200, valid JSON
+without choices) and ``"drop"`` (the connection closes before any response).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+FAULTS = ("429", "500", "400", "401", "garbage", "no_choices", "drop")
+
+#: A reply function gets the parsed request body and returns the reply text.
+ReplyFunction = Callable[[dict[str, Any]], str]
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server received it."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    fault: str | None = None
+    received_at: float = 0.0
+
+    def header(self, name: str) -> str | None:
+        """A request header, looked up case-insensitively."""
+        wanted = name.lower()
+        return next((v for k, v in self.headers.items() if k.lower() == wanted), None)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat messages of the request body."""
+        return list(self.body.get("messages", []))
+
+    def texts(self, role: str | None = None) -> list[str]:
+        """Every text sent, in order (plain string contents and text parts)."""
+        found = []
+        for message in self.messages:
+            if role is not None and message.get("role") != role:
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                found.append(content)
+            else:
+                found.extend(p["text"] for p in content or [] if p.get("type") == "text")
+        return found
+
+    def image_urls(self) -> list[str]:
+        """Every ``image_url`` URL sent (data URIs for cigeval), in order."""
+        return [
+            part["image_url"]["url"]
+            for message in self.messages
+            if isinstance(message.get("content"), list)
+            for part in message["content"]
+            if part.get("type") == "image_url"
+        ]
+
+
+@dataclass
+class _Fault:
+    kind: str
+    retry_after: str | None = None
+    retry_after_ms: str | None = None
+    message: str | None = None
+
+
+@dataclass
+class FakeOpenAIServer:
+    """An OpenAI-compatible ``/v1/chat/completions`` endpoint with scripted replies.
+
+    ``replies`` is a list of texts served in order (the last one repeats once the list is used
+    up) or a function of the request body. ``latency_s`` delays every answer. ``usage`` is
+    reported as prompt/completion token counts. Faulted requests are recorded too and do not
+    consume a scripted reply. ``max_concurrent`` is the most requests seen in progress at once.
+    """
+
+    replies: list[str] | ReplyFunction = field(default_factory=lambda: ["ok"])
+    latency_s: float = 0.0
+    model: str = "fake-model"
+    usage: tuple[int, int] = (11, 7)
+    requests: list[RecordedRequest] = field(default_factory=list, init=False)
+    max_concurrent: int = field(default=0, init=False)
+    _active: int = field(default=0, init=False, repr=False)
+    _faults: dict[int, _Fault] = field(default_factory=dict, init=False, repr=False)
+    _served: int = field(default=0, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _httpd: ThreadingHTTPServer | None = field(default=None, init=False, repr=False)
+
+    def fail(
+        self,
+        index: int,
+        kind: str,
+        *,
+        retry_after: str | None = None,
+        retry_after_ms: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Make the request number ``index`` (0-based, counting every request) fail.
+
+        ``retry_after`` / ``retry_after_ms`` set those headers; ``message`` replaces the error
+        message in the body of an HTTP error.
+        """
+        if kind not in FAULTS:
+            raise ValueError(f"unknown fault {kind!r}; choose from {FAULTS}")
+        self._faults[index] = _Fault(kind, retry_after, retry_after_ms, message)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``, the form OpenAI clients take."""
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> FakeOpenAIServer:
+        """Bind a free port and serve in a daemon thread."""
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                server._handle(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length", 0))
+        raw = handler.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = {}
+        with self._lock:
+            index = len(self.requests)
+            fault = self._faults.get(index)
+            record = RecordedRequest(
+                handler.path,
+                dict(handler.headers.items()),
+                body,
+                fault.kind if fault else None,
+                time.monotonic(),
+            )
+            self.requests.append(record)
+            self._active += 1
+            self.max_concurrent = max(self.max_concurrent, self._active)
+        try:
+            reply = None
+            if fault is None and handler.path.rstrip("/").endswith("/chat/completions"):
+                reply = self.replies(body) if callable(self.replies) else self._next_reply()
+            if self.latency_s:
+                time.sleep(self.latency_s)
+            if fault is not None:
+                self._send_fault(handler, fault)
+            elif reply is None:
+                self._send(handler, 404, {"error": {"message": f"no route {handler.path}"}})
+            else:
+                self._send(handler, 200, self._completion(reply, index))
+        finally:
+            with self._lock:
+                self._active -= 1
+
+    def _next_reply(self) -> str:
+        with self._lock:
+            replies = self.replies
+            assert isinstance(replies, list)
+            if not replies:
+                return ""
+            reply = replies[min(self._served, len(replies) - 1)]
+            self._served += 1
+            return reply
+
+    def _completion(self, text: str, index: int) -> dict[str, Any]:
+        prompt, completion = self.usage
+        return {
+            "id": f"chatcmpl-{index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+
+    def _send_fault(self, handler: BaseHTTPRequestHandler, fault: _Fault) -> None:
+        if fault.kind == "drop":
+            # Close without a status line: the client sees a dropped connection.
+            handler.close_connection = True
+            handler.connection.shutdown(2)
+            return
+        if fault.kind == "garbage":
+            self._send_raw(handler, 200, b"<html>upstream proxy error", "application/json")
+            return
+        if fault.kind == "no_choices":
+            self._send(handler, 200, {"id": "x", "object": "chat.completion", "choices": []})
+            return
+        headers = {}
+        if fault.retry_after is not None:
+            headers["Retry-After"] = fault.retry_after
+        if fault.retry_after_ms is not None:
+            headers["retry-after-ms"] = fault.retry_after_ms
+        message = fault.message or {"429": "rate limited", "500": "server error"}.get(
+            fault.kind, "refused"
+        )
+        body = {"error": {"message": message, "type": "fault", "code": fault.kind}}
+        self._send(handler, int(fault.kind), body, headers)
+
+    def _send(
+        self,
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        body: dict[str, Any],
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self._send_raw(handler, status, json.dumps(body).encode(), "application/json", headers)
+
+    @staticmethod
+    def _send_raw(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        payload: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(payload)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAIServer]:
+    """A started :class:`FakeOpenAIServer` replying "ok"; set ``.replies`` to script it."""
+    with FakeOpenAIServer() as server:
+        yield server
