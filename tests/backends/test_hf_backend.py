@@ -1,0 +1,98 @@
+"""HFBackend on a tiny random Qwen2-VL saved to disk and loaded back offline."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from cigeval.backends import HFBackend, resolve_backend
+from cigeval.errors import ConfigError
+from cigeval.messages import GenerationSettings
+
+from .support import image_request, make_image
+from .tiny_qwen import save_tiny_qwen2_vl
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_tiny_qwen2_vl(tmp_path_factory.mktemp("tiny-qwen2-vl"))
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_model_dir: Path) -> HFBackend:
+    backend = HFBackend(tiny_model_dir, device="cpu")
+    backend.load()
+    return backend
+
+
+def greedy(max_tokens: int = 8) -> GenerationSettings:
+    return GenerationSettings(temperature=0.0, max_tokens=max_tokens, seed=0)
+
+
+async def test_generates_text_for_a_request_with_an_image(backend: HFBackend) -> None:
+    request = image_request(
+        "Rate the image.", (make_image((255, 0, 0), (80, 60)),), settings=greedy()
+    )
+    response = await backend.complete(request)
+    assert isinstance(response.text, str) and response.text.strip()
+    assert response.model == backend.identity
+    # 80x60 becomes a 4x6 patch grid, merged 2x2: six image tokens in the prompt.
+    assert response.usage.prompt_tokens > 6
+    assert 0 < response.usage.completion_tokens <= 8
+    again = await backend.complete(request)
+    assert again.text == response.text  # greedy decoding is deterministic
+
+
+async def test_two_images_and_text_only(backend: HFBackend) -> None:
+    images = (make_image((255, 0, 0), (80, 60)), make_image((0, 0, 255), (60, 90)))
+    two = await backend.complete(image_request("Compare.", images, settings=greedy(4)))
+    one = await backend.complete(image_request("Compare.", images[:1], settings=greedy(4)))
+    assert two.usage.prompt_tokens > one.usage.prompt_tokens
+    text_only = await backend.complete(image_request("Hello", settings=greedy(4)))
+    assert text_only.usage.completion_tokens > 0
+
+
+async def test_sampling_follows_the_seed(backend: HFBackend) -> None:
+    def sampled(seed: int) -> GenerationSettings:
+        return GenerationSettings(temperature=1.0, max_tokens=12, seed=seed)
+
+    request = image_request("Rate the image.", (make_image(),), settings=sampled(1))
+    first = await backend.complete(request)
+    assert (await backend.complete(request)).text == first.text
+    others = {
+        (
+            await backend.complete(
+                image_request("Rate the image.", (make_image(),), settings=sampled(s))
+            )
+        ).text
+        for s in (2, 3, 4)
+    }
+    assert len(others | {first.text}) > 1
+
+
+def test_missing_local_path_fails_fast(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="does not exist"):
+        HFBackend(tmp_path / "no-such-model")
+    with pytest.raises(ConfigError, match="does not exist"):
+        resolve_backend("hf:./surely/not/here")
+    assert time.monotonic() - started < 1.0
+
+
+async def test_directory_without_weights_names_the_path(tmp_path: Path) -> None:
+    backend = HFBackend(tmp_path, device="cpu")
+    with pytest.raises(ConfigError) as info:
+        await backend.complete(image_request())
+    assert str(tmp_path) in str(info.value) and "local directory" in str(info.value)
+
+
+async def test_unknown_hub_id_offline_is_a_clear_error() -> None:
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="no-such-org/no-such-model"):
+        await HFBackend("no-such-org/no-such-model", device="cpu").complete(image_request())
+    assert time.monotonic() - started < 10.0
