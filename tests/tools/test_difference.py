@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -38,7 +39,7 @@ def _close(box: Box, rect: tuple[float, float, float, float], tol: float = TOL) 
 
 
 def _match(
-    boxes: list[Box], rects: list[tuple[float, float, float, float]], tol: float = TOL
+    boxes: list[Box], rects: Sequence[tuple[float, float, float, float]], tol: float = TOL
 ) -> None:
     assert len(boxes) == len(rects), boxes
     for rect in rects:

@@ -6,6 +6,7 @@ import asyncio
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def _build_tiny_grounding_dino(folder: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("tiny_grounding_dino")
     _build_tiny_grounding_dino(folder)
     yield str(folder)
