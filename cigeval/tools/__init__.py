@@ -6,12 +6,12 @@ Heavy dependencies (torch, transformers, rapidocr) load on a tool's first use, n
 """
 
 from cigeval.tools.base import Box, Tool, ToolCache, ToolContext, ToolResult
+from cigeval.tools.boxes import merge_boxes
 from cigeval.tools.difference import (
     DifferenceReport,
     DifferenceTool,
     compare_images,
     find_changed_regions,
-    merge_boxes,
 )
 from cigeval.tools.grounding import GroundingDinoDetector, GroundingTool, normalize_query
 from cigeval.tools.highlight import highlight

@@ -21,6 +21,7 @@ from cigeval.config import DifferenceConfig
 from cigeval.images import load_mask, to_rgb
 from cigeval.tools._format import box_record, fmt_box, fmt_boxes, percent
 from cigeval.tools.base import Box, ToolContext, ToolResult
+from cigeval.tools.boxes import merge_boxes, scale_box
 from cigeval.tools.highlight import DIM_FACTOR, highlight
 
 CHANGED = "changed"
@@ -57,68 +58,6 @@ class DifferenceReport:
     def to_b(self, box: Box) -> Box:
         """``box`` (first image's coordinates) in the second image's coordinates."""
         return scale_box(box, *self.scale)
-
-
-def scale_box(box: Box, sx: float, sy: float) -> Box:
-    """``box`` with x coordinates multiplied by ``sx`` and y coordinates by ``sy``."""
-    return Box(box.x0 * sx, box.y0 * sy, box.x1 * sx, box.y1 * sy, box.label, box.score)
-
-
-def merge_boxes(boxes: list[Box]) -> list[Box]:
-    """Merge boxes that overlap or touch, transitively, until no two of them do.
-
-    A merged box can reach a third box that neither of its parts touched, so grouping runs
-    again on the merged boxes until a pass changes nothing. Labels of merged boxes are kept
-    when they agree; scores are dropped.
-    """
-    current = list(boxes)
-    while True:
-        groups = _touching_groups(current)
-        if len(groups) == len(current):
-            return current
-        current = [_union([current[i] for i in group]) for group in groups]
-
-
-def _touching_groups(boxes: list[Box]) -> list[list[int]]:
-    """Indices of ``boxes`` grouped by the transitive closure of "touches" (union-find)."""
-    parent = list(range(len(boxes)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    # Sweep in x order: once a box starts right of box i's end, no later one can touch it.
-    order = sorted(range(len(boxes)), key=lambda k: boxes[k].x0)
-    for rank, i in enumerate(order):
-        for j in order[rank + 1 :]:
-            if boxes[j].x0 > boxes[i].x1:
-                break
-            if _touch(boxes[i], boxes[j]):
-                parent[find(i)] = find(j)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(boxes)):
-        groups.setdefault(find(i), []).append(i)
-    return list(groups.values())
-
-
-def _touch(a: Box, b: Box) -> bool:
-    # Boxes are end-exclusive pixel spans, so x1 == other.x0 means adjacent pixels: touching.
-    return a.x0 <= b.x1 and b.x0 <= a.x1 and a.y0 <= b.y1 and b.y0 <= a.y1
-
-
-def _union(group: list[Box]) -> Box:
-    if len(group) == 1:
-        return group[0]
-    labels = {b.label for b in group}
-    return Box(
-        min(b.x0 for b in group),
-        min(b.y0 for b in group),
-        max(b.x1 for b in group),
-        max(b.y1 for b in group),
-        label=labels.pop() if len(labels) == 1 else None,
-    )
 
 
 def _odd(size: int) -> int:
@@ -342,6 +281,10 @@ def _describe(report: DifferenceReport, role_a: str, role_b: str, config: Differ
             f"The {role_b} image is {report.size_b[0]}x{report.size_b[1]}; it was resized to "
             f"compare. The same regions in {role_b} pixels: {fmt_boxes(report.regions_b)}."
         )
+        if report.mask_box is not None:
+            lines.append(
+                f"The mask region in {role_b} pixels: {fmt_box(report.to_b(report.mask_box))}."
+            )
     lines.append(
         "The changed regions"
         + (" and the mask region" if report.mask_box is not None else "")

@@ -22,7 +22,8 @@ from cigeval.images import to_rgb
 from cigeval.tools._format import box_from_record, box_record, fmt_box
 from cigeval.tools._memo import run_once
 from cigeval.tools.base import Box, ToolContext, ToolResult
-from cigeval.tools.highlight import DIM_FACTOR, clip_box, highlight
+from cigeval.tools.boxes import clip_box
+from cigeval.tools.highlight import DIM_FACTOR, highlight
 
 
 def normalize_query(query: str) -> str:

@@ -6,7 +6,6 @@ of its value. Here that quarter is the integer floor ``v // 4`` of each 8-bit ch
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -14,35 +13,10 @@ from PIL import Image
 
 from cigeval.images import to_rgb
 from cigeval.tools.base import Box
+from cigeval.tools.boxes import box_to_pixel_slice
 
 #: Pixels outside every highlighted box keep ``1 / DIM_FACTOR`` of their value.
 DIM_FACTOR = 4
-
-
-def box_to_pixel_slice(box: Box, width: int, height: int) -> tuple[int, int, int, int] | None:
-    """The integer pixel span ``(x0, y0, x1, y1)`` (end exclusive) a box covers in an image.
-
-    A pixel counts as inside when the box covers any part of it, so fractional coordinates
-    round outwards. The span is clipped to the image; ``None`` when nothing of it remains.
-    """
-    x0 = max(0, math.floor(min(box.x0, box.x1)))
-    y0 = max(0, math.floor(min(box.y0, box.y1)))
-    x1 = min(width, math.ceil(max(box.x0, box.x1)))
-    y1 = min(height, math.ceil(max(box.y0, box.y1)))
-    if x1 <= x0 or y1 <= y0:
-        return None
-    return x0, y0, x1, y1
-
-
-def clip_box(box: Box, width: int, height: int) -> Box | None:
-    """``box`` clipped to a ``width`` x ``height`` image, or ``None`` if it lies outside."""
-    x0 = min(max(min(box.x0, box.x1), 0.0), float(width))
-    y0 = min(max(min(box.y0, box.y1), 0.0), float(height))
-    x1 = min(max(max(box.x0, box.x1), 0.0), float(width))
-    y1 = min(max(max(box.y0, box.y1), 0.0), float(height))
-    if x1 <= x0 or y1 <= y0:
-        return None
-    return Box(x0, y0, x1, y1, label=box.label, score=box.score)
 
 
 def highlight_mask(width: int, height: int, boxes: Iterable[Box]) -> np.ndarray:

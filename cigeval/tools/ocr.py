@@ -23,7 +23,8 @@ from cigeval.errors import MissingDependency, ToolError
 from cigeval.images import to_rgb
 from cigeval.tools._format import box_record, fmt_box
 from cigeval.tools.base import Box, ToolContext, ToolResult
-from cigeval.tools.highlight import DIM_FACTOR, clip_box, highlight
+from cigeval.tools.boxes import clip_box
+from cigeval.tools.highlight import DIM_FACTOR, highlight
 
 _ENGINE: Any = None
 _ENGINE_LOCK = threading.Lock()
