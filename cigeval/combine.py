@@ -13,30 +13,34 @@ COMBINE_RULES = ("mean", "median", "trimmed_mean", "min", "max", "majority")
 
 
 def trimmed_mean(values: Sequence[float], fraction: float = 0.2) -> float:
-    """Mean after dropping ``fraction`` of the values at each end (at least one value kept).
+    """Mean after dropping ``fraction`` of the values at each end.
 
-    With fewer than three values nothing is dropped.
+    From three values on at least one value is dropped at each end (and at least one kept);
+    with fewer than three values this is the plain mean.
     """
     ordered = sorted(values)
-    cut = int(len(ordered) * fraction)
-    if len(ordered) < 3:
-        cut = 0
-    kept = ordered[cut : len(ordered) - cut] or ordered
+    n = len(ordered)
+    if n < 3:
+        return sum(ordered) / n
+    cut = min(max(1, math.floor(fraction * n)), (n - 1) // 2)
+    kept = ordered[cut : n - cut]
     return sum(kept) / len(kept)
 
 
 def majority(values: Sequence[float], grid: float = 1.0) -> float:
     """The most common value after snapping to a grid (``grid`` = 1 point on 0-10, 0.1 on 0-1).
 
-    Ties between equally common grid values go to their median, so the rule is symmetric.
+    Ties go to the tied grid value closest to the median of the snapped values, the lower one
+    when two are equally close: two judges who disagree give the lower score.
     """
     if grid <= 0:
         raise ConfigError("the majority grid step must be positive")
     snapped = [round(round(v / grid) * grid, 10) for v in values]
     counts = Counter(snapped)
     best = max(counts.values())
-    tied = sorted(v for v, c in counts.items() if c == best)
-    return float(statistics.median(tied))
+    centre = statistics.median(snapped)
+    tied = [v for v, c in counts.items() if c == best]
+    return float(min(tied, key=lambda v: (abs(v - centre), v)))
 
 
 def combine(values: Sequence[float], rule: str = "mean", *, grid: float = 1.0) -> float:

@@ -43,7 +43,8 @@ def run_sync(awaitable: Awaitable[T]) -> T:
     thread.join()
     if "error" in box:
         raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
+    result: T = box["value"]
+    return result
 
 
 def _error_score(sample_id: str, task: str, rubric: str, message: str, **extra: Any) -> Score:

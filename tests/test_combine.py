@@ -21,14 +21,16 @@ def test_rules_on_known_values():
     assert combine(values, "majority") == 5.0
 
 
-def test_majority_snaps_to_the_grid_and_breaks_ties_by_median():
+def test_majority_snaps_to_the_grid_and_breaks_ties_towards_the_median_then_lower():
     assert majority([6.9, 7.2, 3.0]) == 7.0
-    assert majority([2, 8]) == 5.0
+    assert majority([2, 8]) == 2.0
+    assert majority([1, 4, 5, 9]) == 4.0
     assert majority([0.61, 0.64, 0.2], grid=0.1) == pytest.approx(0.6)
 
 
-def test_trimmed_mean_keeps_small_lists_whole():
+def test_trimmed_mean_keeps_small_lists_whole_and_cuts_from_three():
     assert trimmed_mean([1.0, 9.0]) == 5.0
+    assert trimmed_mean([1.0, 5.0, 9.5]) == 5.0
 
 
 def test_unknown_rule_and_empty_input():

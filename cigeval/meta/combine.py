@@ -7,13 +7,13 @@ coverage report shows what the ensemble left out.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
+from cigeval.combine import majority, trimmed_mean
 from cigeval.errors import InputError
 from cigeval.meta.human import DIMENSIONS
 
@@ -24,36 +24,6 @@ COMBINE_RULES: tuple[str, ...] = ("mean", "median", "trimmed_mean", "min", "max"
 DEFAULT_GRID_STEP = 0.1
 
 
-def trimmed_mean(values: np.ndarray, trim: float = 0.2) -> float:
-    """Mean after dropping ``trim`` of the values at each end (at least one each from 3 values).
-
-    With fewer than three values nothing can be trimmed and this is the plain mean.
-    """
-    ordered = np.sort(np.asarray(values, dtype=float))
-    n = ordered.size
-    if n < 3:
-        return float(ordered.mean())
-    cut = max(1, math.floor(trim * n))
-    cut = min(cut, (n - 1) // 2)
-    return float(ordered[cut : n - cut].mean())
-
-
-def majority(values: np.ndarray, step: float = DEFAULT_GRID_STEP) -> float:
-    """The most frequent value after snapping to a grid of ``step`` on [0, 1].
-
-    Ties go to the tied grid value closest to the median of the snapped values (the lower one
-    if two are equally close), so two disagreeing judges give the lower score.
-    """
-    if step <= 0:
-        raise InputError(f"grid step must be positive, got {step}")
-    snapped = np.round(np.asarray(values, dtype=float) / step) * step
-    snapped = np.round(snapped, 12)
-    grid, counts = np.unique(snapped, return_counts=True)
-    tied = grid[counts == counts.max()]
-    centre = float(np.median(snapped))
-    return float(min(tied, key=lambda v: (abs(v - centre), v)))
-
-
 def rule_function(
     rule: str, trim: float = 0.2, grid_step: float = DEFAULT_GRID_STEP
 ) -> Callable[[np.ndarray], float]:
@@ -61,10 +31,10 @@ def rule_function(
     functions: dict[str, Callable[[np.ndarray], float]] = {
         "mean": lambda v: float(np.mean(v)),
         "median": lambda v: float(np.median(v)),
-        "trimmed_mean": lambda v: trimmed_mean(v, trim),
+        "trimmed_mean": lambda v: trimmed_mean(list(v), trim),
         "min": lambda v: float(np.min(v)),
         "max": lambda v: float(np.max(v)),
-        "majority": lambda v: majority(v, grid_step),
+        "majority": lambda v: majority(list(v), grid_step),
     }
     if rule not in functions:
         raise InputError(f"unknown combine rule {rule!r}; choose one of {COMBINE_RULES}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -13,9 +14,10 @@ def _subject(sample: Sample) -> str | None:
     return sample.subject
 
 
-def _concept(index: int):  # type: ignore[no-untyped-def]
+def _concept(index: int) -> Callable[[Sample], str | None]:
     def query(sample: Sample) -> str | None:
-        return (sample.concepts or [None, None])[index]
+        concepts = sample.concepts or []
+        return concepts[index] if index < len(concepts) else None
 
     return query
 
@@ -51,7 +53,9 @@ def _edit_pair(instruction_field: str = "instruction") -> tuple[SubQuestion, Sub
     )
 
 
-def _subject_similarity(role: str, qid: str, field: str, query) -> SubQuestion:  # type: ignore[no-untyped-def]
+def _subject_similarity(
+    role: str, qid: str, field: str, query: Callable[[Sample], str | None]
+) -> SubQuestion:
     return SubQuestion(
         id=qid,
         question=f"Does the subject in the image look like the given {field.split('[')[0]}?",

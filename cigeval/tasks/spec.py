@@ -35,7 +35,8 @@ class SubQuestion:
             return None
         if self.condition_field.startswith("concepts["):
             index = int(self.condition_field[len("concepts[") : -1])
-            return (sample.concepts or [None, None])[index]
+            concepts = sample.concepts or []
+            return concepts[index] if index < len(concepts) else None
         value = getattr(sample, self.condition_field)
         return None if value is None else str(value)
 

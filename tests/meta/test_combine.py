@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cigeval.errors import InputError
+from cigeval.errors import ConfigError, InputError
 from cigeval.meta import combine_scores, majority, meta_evaluate, records_to_frame, trimmed_mean
 from cigeval.meta.combine import rule_function
 
@@ -49,10 +49,10 @@ def test_rules(rule: str, values: list[float], expected: float) -> None:
 
 def test_trimmed_mean_and_majority_options() -> None:
     values = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0])
-    assert trimmed_mean(values, 0.2) == pytest.approx(np.mean(values[2:8]))
-    assert majority(np.array([0.4, 0.6, 1.0]), step=0.5) == 0.5
-    with pytest.raises(InputError):
-        majority(np.array([0.5]), step=0)
+    assert trimmed_mean(list(values), 0.2) == pytest.approx(np.mean(values[2:8]))
+    assert majority([0.4, 0.6, 1.0], grid=0.5) == 0.5
+    with pytest.raises(ConfigError):
+        majority([0.5], grid=0)
     with pytest.raises(InputError, match="unknown combine rule"):
         rule_function("vote")
 
