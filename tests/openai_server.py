@@ -132,8 +132,8 @@ class FakeOpenAIServer:
         """``http://127.0.0.1:PORT/v1``, the form OpenAI clients take."""
         if self._httpd is None:
             raise RuntimeError("server not started")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        port = self._httpd.server_address[1]
+        return f"http://127.0.0.1:{port}/v1"
 
     def start(self) -> FakeOpenAIServer:
         """Bind a free port and serve in a daemon thread."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PIL import Image
 
 from cigeval.images import EncodedImage
-from cigeval.messages import GenerationSettings, ImagePart, Message, ModelRequest, TextPart
+from cigeval.messages import GenerationSettings, ImagePart, Message, ModelRequest, Part, TextPart
 
 #: An API key that must never show up in errors, reprs, logs or cache files.
 SECRET_KEY = "sk-test-DO-NOT-LEAK-7f3a9c"
@@ -29,6 +29,9 @@ def image_request(
     messages = []
     if system is not None:
         messages.append(Message.text("system", system))
-    parts = (TextPart(text), *(ImagePart(i, f"image{n}") for n, i in enumerate(images)))
+    parts: tuple[Part, ...] = (
+        TextPart(text),
+        *(ImagePart(i, f"image{n}") for n, i in enumerate(images)),
+    )
     messages.append(Message("user", parts))
     return ModelRequest(tuple(messages), settings or GenerationSettings())

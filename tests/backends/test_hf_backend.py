@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +97,41 @@ async def test_unknown_hub_id_offline_is_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="no-such-org/no-such-model"):
         await HFBackend("no-such-org/no-such-model", device="cpu").complete(image_request())
     assert time.monotonic() - started < 10.0
+
+
+async def test_uses_auto_processor_when_it_loads(
+    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With torchvision present AutoProcessor works; stand in for it with the same parts."""
+    import transformers
+
+    from cigeval.backends.hf_backend import _expand_image_pads
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
+    image_processor = transformers.AutoImageProcessor.from_pretrained(tiny_model_dir)
+    calls: list[int] = []
+
+    class StandInProcessor:
+        def __init__(self) -> None:
+            self.tokenizer = tokenizer
+
+        def apply_chat_template(self, conversation: list[dict[str, Any]], **kwargs: Any) -> str:
+            return str(tokenizer.apply_chat_template(conversation, **kwargs))
+
+        def __call__(self, text: list[str], images: Any, return_tensors: str) -> dict[str, Any]:
+            calls.append(len(images or []))
+            vision = dict(image_processor(images=images, return_tensors=return_tensors))
+            prompt = _expand_image_pads(text[0], vision["image_grid_thw"], 2)
+            encoded = dict(tokenizer([prompt], return_tensors=return_tensors))
+            pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
+            encoded["mm_token_type_ids"] = (encoded["input_ids"] == pad).int()
+            return {**encoded, **vision}
+
+    monkeypatch.setattr(
+        transformers.AutoProcessor, "from_pretrained", lambda *a, **k: StandInProcessor()
+    )
+    backend = HFBackend(tiny_model_dir, device="cpu")
+    response = await backend.complete(image_request("Rate.", (make_image(),), settings=greedy(4)))
+    assert calls == [1]
+    assert backend._tokenizer is None  # the fallback was not needed
+    assert response.usage.completion_tokens > 0

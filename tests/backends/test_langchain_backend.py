@@ -53,8 +53,8 @@ async def test_messages_are_converted_with_image_blocks() -> None:
 
 
 async def test_assistant_turns_and_usage_metadata() -> None:
-    usage = {"input_tokens": 120, "output_tokens": 9, "total_tokens": 129}
-    model = recording(AIMessage(content="done", usage_metadata=usage))  # type: ignore[arg-type]
+    usage: Any = {"input_tokens": 120, "output_tokens": 9, "total_tokens": 129}
+    model = recording(AIMessage(content="done", usage_metadata=usage))
     request = ModelRequest(
         (
             Message.text("user", "plan?"),

@@ -39,7 +39,7 @@ def save_tiny_qwen2_vl(directory: Path) -> Path:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import (
-        Qwen2TokenizerFast,
+        Qwen2Tokenizer,
         Qwen2VLConfig,
         Qwen2VLForConditionalGeneration,
         Qwen2VLImageProcessorPil,
@@ -54,13 +54,13 @@ def save_tiny_qwen2_vl(directory: Path) -> Path:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     bpe.train_from_iterator(CORPUS, trainer)
-    tokenizer = Qwen2TokenizerFast(
+    tokenizer = Qwen2Tokenizer(
         tokenizer_object=bpe,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         chat_template=CHAT_TEMPLATE,
     )
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    ids = {t: int(tokenizer.convert_tokens_to_ids(t)) for t in SPECIAL_TOKENS}  # type: ignore[arg-type]
     config = Qwen2VLConfig(
         text_config={
             "vocab_size": len(tokenizer),
