@@ -24,6 +24,7 @@ from cigeval.tools.base import Box, ToolContext, ToolResult
 from cigeval.tools.boxes import merge_boxes, scale_box
 from cigeval.tools.highlight import DIM_FACTOR, highlight
 
+#: Labels of the boxes Difference returns (``Box.label``).
 CHANGED = "changed"
 INSIDE_MASK = "changed inside mask"
 OUTSIDE_MASK = "changed outside mask"

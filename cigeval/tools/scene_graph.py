@@ -22,6 +22,7 @@ from cigeval.tools.base import ToolContext, ToolResult
 
 #: The ``purpose`` of the model calls this tool makes (it appears in the trace).
 PURPOSE = "scene_graph"
+#: The prompt template in ``cigeval/prompts``.
 TEMPLATE = "scene_graph.j2"
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
