@@ -16,6 +16,8 @@ from cigeval.errors import ParseError
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _SMART_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'"})
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
+#: Runs of too deeply nested brackets skipped before a reply is declared to hold no JSON.
+_MAX_DEEP_RUNS = 4
 
 
 def _candidates(text: str) -> list[str]:
@@ -29,15 +31,29 @@ def _candidates(text: str) -> list[str]:
 def _scan_json(text: str, want: type | None) -> Any:
     """The first JSON value (object or array) that appears anywhere in ``text``."""
     decoder = json.JSONDecoder()
-    for index, char in enumerate(text):
-        if char not in "{[":
+    index, too_deep = 0, 0
+    while index < len(text):
+        if text[index] not in "{[":
+            index += 1
             continue
         try:
             value, _ = decoder.raw_decode(text, index)
-        except json.JSONDecodeError:
+        except RecursionError:
+            # Nested deeper than the decoder can follow (a degenerate reply such as "[[[[...").
+            # Starting again one bracket further in would cost as much each time (quadratic),
+            # so skip the whole run of brackets, and give up after a few such runs.
+            too_deep += 1
+            if too_deep >= _MAX_DEEP_RUNS:
+                break
+            while index < len(text) and text[index] in "{[ \t\r\n":
+                index += 1
+            continue
+        except ValueError:  # JSONDecodeError, or an integer past Python's digit limit
+            index += 1
             continue
         if want is None or isinstance(value, want):
             return value
+        index += 1
     raise ValueError("no JSON value found")
 
 
@@ -53,7 +69,7 @@ def extract_json(text: str, want: type | None = None) -> Any:
             value = json.loads(candidate)
             if want is None or isinstance(value, want):
                 return value
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             pass
         try:
             return _scan_json(candidate, want)
@@ -73,7 +89,12 @@ def parse_score(value: Any, low: float = 0, high: float = 10, *, integer: bool =
     if isinstance(value, bool) or value is None:
         raise ParseError(f"score {value!r} is not a number")
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ParseError(
+                f"score is outside the allowed range {low:g}-{high:g} (a huge number)"
+            ) from None
     elif isinstance(value, list) and len(value) == 1:
         return parse_score(value[0], low, high, integer=integer)
     elif isinstance(value, str):
