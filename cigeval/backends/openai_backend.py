@@ -163,7 +163,10 @@ class OpenAIBackend:
         return body
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``, retrying transient failures; raise BackendError when they persist."""
+        """Send ``request``, retrying transient failures; raise BackendError when they persist.
+
+        The response's ``latency_s`` covers the whole call, retries and rate-limit waits included.
+        """
         started = time.perf_counter()
         body = self.payload(request)
         estimate = 0
