@@ -28,7 +28,7 @@ def _candidates(text: str) -> list[str]:
     return found
 
 
-def _scan_json(text: str, want: type | None) -> Any:
+def _scan_json(text: str, want: type | tuple[type, ...]) -> Any:
     """The first JSON value (object or array) that appears anywhere in ``text``."""
     decoder = json.JSONDecoder()
     index, too_deep = 0, 0
@@ -60,22 +60,24 @@ def _scan_json(text: str, want: type | None) -> Any:
 def extract_json(text: str, want: type | None = None) -> Any:
     """Extract a JSON value from a reply (fenced, bare, or surrounded by prose).
 
-    ``want`` (dict or list) restricts what is accepted. Raises :class:`ParseError`.
+    ``want`` (dict or list) restricts what is accepted; by default an object or an array.
+    Raises :class:`ParseError`.
     """
+    accepted: type | tuple[type, ...] = want if want is not None else (dict, list)
     if not text or not text.strip():
         raise ParseError("the reply is empty", reply=text)
     for candidate in _candidates(text):
         try:
             value = json.loads(candidate)
-            if want is None or isinstance(value, want):
+            if isinstance(value, accepted):
                 return value
         except (ValueError, RecursionError):
             pass
         try:
-            return _scan_json(candidate, want)
+            return _scan_json(candidate, accepted)
         except ValueError:
             continue
-    kind = {dict: "a JSON object", list: "a JSON list"}.get(want, "JSON")  # type: ignore[call-overload]
+    kind = {dict: "a JSON object", list: "a JSON list"}.get(want, "a JSON object or list")  # type: ignore[call-overload]
     raise ParseError(f"the reply does not contain {kind}", reply=text)
 
 

@@ -17,7 +17,7 @@ from cigeval.tools.grounding import GroundingDinoDetector, GroundingTool, normal
 from cigeval.tools.highlight import highlight
 from cigeval.tools.ocr import OCRTool, read_text
 from cigeval.tools.registry import get_tool, register_tool, registered_tools, unregister_tool
-from cigeval.tools.scene_graph import SceneGraphTool, extract_json
+from cigeval.tools.scene_graph import SceneGraphTool
 
 __all__ = [
     "Box",
@@ -32,7 +32,6 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "compare_images",
-    "extract_json",
     "find_changed_regions",
     "get_tool",
     "highlight",

@@ -15,7 +15,9 @@ from typing import Any
 
 from PIL import Image
 
+from cigeval.errors import ParseError
 from cigeval.messages import ImagePart, Message, TextPart
+from cigeval.parsing import extract_json as parse_json
 from cigeval.prompts import render
 from cigeval.tools._memo import run_once
 from cigeval.tools.base import ToolContext, ToolResult
@@ -28,30 +30,12 @@ TEMPLATE = "scene_graph.j2"
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
-def extract_json(text: str) -> Any | None:
-    """The first JSON object or array in a model reply, or ``None``.
-
-    Accepts a bare JSON reply, one inside a Markdown code fence, or one surrounded by stray
-    prose; the first candidate that parses wins.
-    """
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
-    for candidate in candidates:
-        stripped = candidate.strip()
-        try:
-            value = json.loads(stripped)
-        except ValueError:
-            value = None
-        if isinstance(value, (dict, list)):
-            return value
-        for match in re.finditer(r"[{\[]", stripped):
-            try:
-                value, _ = decoder.raw_decode(stripped, match.start())
-            except ValueError:
-                continue
-            if isinstance(value, (dict, list)):
-                return value
-    return None
+def json_or_none(text: str) -> Any | None:
+    """The first JSON object or array in a model reply, or ``None`` when there is none."""
+    try:
+        return parse_json(text)
+    except ParseError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -119,6 +103,6 @@ async def scene_graph(ctx: ToolContext, image: Image.Image) -> SceneGraph:
         # The prompt depends only on the image, so one graph serves every sub-question.
         message = Message("user", (TextPart(render(TEMPLATE)), ImagePart(encoded, "image")))
         reply = await ctx.call_model(PURPOSE, [message])
-        return SceneGraph(raw=reply, graph=extract_json(reply))
+        return SceneGraph(raw=reply, graph=json_or_none(reply))
 
     return await run_once(ctx.memo, f"scene_graph:{encoded.sha256}", ask)

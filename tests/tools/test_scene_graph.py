@@ -11,7 +11,8 @@ from PIL import Image
 
 from cigeval.errors import BackendError
 from cigeval.messages import ImagePart, Message
-from cigeval.tools import SceneGraphTool, extract_json
+from cigeval.tools import SceneGraphTool
+from cigeval.tools.scene_graph import json_or_none
 
 from .conftest import MakeCtx
 
@@ -42,14 +43,14 @@ def _images(*colours: str) -> list[Image.Image]:
     return [Image.new("RGB", (32, 32), colour) for colour in colours]
 
 
-def test_extract_json_variants() -> None:
-    assert extract_json('{"a": 1}') == {"a": 1}
-    assert extract_json('```json\n{"a": [1, 2]}\n```') == {"a": [1, 2]}
-    assert extract_json('Sure! ```\n{"a": 2}\n``` done') == {"a": 2}
-    assert extract_json('The graph is {"a": "x}"} and that is all.') == {"a": "x}"}
-    assert extract_json("noise {not json} then [1, 2]") == [1, 2]
-    assert extract_json("a cat on a mat") is None
-    assert extract_json('"just a string"') is None
+def test_json_or_none_variants() -> None:
+    assert json_or_none('{"a": 1}') == {"a": 1}
+    assert json_or_none('```json\n{"a": [1, 2]}\n```') == {"a": [1, 2]}
+    assert json_or_none('Sure! ```\n{"a": 2}\n``` done') == {"a": 2}
+    assert json_or_none('The graph is {"a": "x}"} and that is all.') == {"a": "x}"}
+    assert json_or_none("noise {not json} then [1, 2]") == [1, 2]
+    assert json_or_none("a cat on a mat") is None
+    assert json_or_none('"just a string"') is None
 
 
 async def test_shared_images_cost_one_call_each(make_ctx: MakeCtx) -> None:
