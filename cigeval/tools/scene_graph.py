@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +25,6 @@ from cigeval.tools.base import ToolContext, ToolResult
 PURPOSE = "scene_graph"
 #: The prompt template in ``cigeval/prompts``.
 TEMPLATE = "scene_graph.j2"
-
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
 def json_or_none(text: str) -> Any | None:
