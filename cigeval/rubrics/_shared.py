@@ -8,6 +8,7 @@ from typing import Any
 from cigeval.agent.labels import role_label
 from cigeval.errors import ConfigError, ParseError
 from cigeval.messages import ImagePart, TextPart
+from cigeval.prompts import render
 from cigeval.runtime import SampleRun
 from cigeval.score import Score
 
@@ -23,6 +24,11 @@ def rubric_options(run: SampleRun, rubric: str, known: Iterable[str]) -> dict[st
             f"it takes: {', '.join(sorted(allowed)) or 'none'}"
         )
     return options
+
+
+def render_for(run: SampleRun, template: str, **variables: Any) -> str:
+    """Render a template, preferring the run's prompt variant folder (``config.prompt_dir``)."""
+    return render(template, prompt_dir=run.config.prompt_dir, **variables)
 
 
 def choice_option(options: dict[str, Any], key: str, default: str, allowed: Sequence[str]) -> str:

@@ -29,8 +29,14 @@ from typing import Any
 
 from cigeval.errors import ConfigError, InputError, ParseError
 from cigeval.messages import ImagePart, Message, TextPart
-from cigeval.prompts import render, render_string
-from cigeval.rubrics._shared import choice_option, error_score, labelled_images, rubric_options
+from cigeval.prompts import render_string
+from cigeval.rubrics._shared import (
+    choice_option,
+    error_score,
+    labelled_images,
+    render_for,
+    rubric_options,
+)
 from cigeval.rubrics.base import aggregate_scores, register_rubric
 from cigeval.rubrics.factor_parsing import FactorReplySpec, parse_factor_reply
 from cigeval.runtime import SampleRun
@@ -91,7 +97,9 @@ class Factor:
 
     def __post_init__(self) -> None:
         if not self.key.isidentifier():
-            raise ConfigError(f"factor key {self.key!r} must be an identifier (letters, digits, underscores)")
+            raise ConfigError(
+                f"factor key {self.key!r} must be an identifier (letters, digits, underscores)"
+            )
         if not self.title:
             object.__setattr__(self, "title", self.key.replace("_", " ").title())
 
@@ -214,7 +222,7 @@ class FactorRubric:
         body = (
             render_string(self.template, **variables)
             if self.template is not None
-            else render("rubric_factors.j2", **variables)
+            else render_for(run, "rubric_factors.j2", **variables)
         )
         example = {
             f.key: {"score": f"<integer {low}-{high}>", "justification": "<evidence>"}
@@ -222,7 +230,8 @@ class FactorRubric:
         }
         skeleton = json.dumps({"image_id": spec.image_id, spec.result_key: example}, indent=2)
         anchors = (self.anchors or {}).get(mode)
-        tail = render(
+        tail = render_for(
+            run,
             "rubric_factors_output.j2",
             mode=mode,
             scale_low=low,
@@ -237,7 +246,7 @@ class FactorRubric:
         parts: list[TextPart | ImagePart] = [TextPart(body)]
         parts += labelled_images(run, MODE_ROLES[mode], MODE_LABELS[mode])
         parts.append(TextPart(tail))
-        system = render("rubric_factors_system.j2", focus=self.focus)
+        system = render_for(run, "rubric_factors_system.j2", focus=self.focus)
         return [Message.text("system", system), Message("user", tuple(parts))]
 
     # -- scoring --------------------------------------------------------------------------

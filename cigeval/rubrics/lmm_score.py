@@ -19,8 +19,13 @@ from typing import Any
 
 from cigeval.errors import InputError, ParseError
 from cigeval.messages import ImagePart, Message, TextPart
-from cigeval.prompts import render
-from cigeval.rubrics._shared import choice_option, error_score, int_option, rubric_options
+from cigeval.rubrics._shared import (
+    choice_option,
+    error_score,
+    int_option,
+    render_for,
+    rubric_options,
+)
 from cigeval.rubrics.lmm_results import (
     WEIGHTS,
     ImageScores,
@@ -126,15 +131,16 @@ class LmmScoreRubric:
         labels = image_labels(sample, count)
         per_turn = self._per_turn(options, count)
 
-        conversation = [Message.text("system", render("rubric_lmm_system.j2"))]
+        conversation = [Message.text("system", render_for(run, "rubric_lmm_system.j2"))]
         conversation.append(
             Message(
                 "user",
                 (
-                    TextPart(render("rubric_lmm_step1.j2")),
+                    TextPart(render_for(run, "rubric_lmm_step1.j2")),
                     ImagePart(run.encode(run.images["source"]), "source"),
                     TextPart(
-                        render(
+                        render_for(
+                            run,
                             "rubric_lmm_step1_tail.j2",
                             task_indicator=sample.task_indicator,
                             instruction=sample.instruction,
@@ -145,7 +151,9 @@ class LmmScoreRubric:
         )
         description = await self._say(run, conversation, "describe")
         conversation.append(
-            Message.text("user", render("rubric_lmm_step2.j2", count=count, per_turn=per_turn))
+            Message.text(
+                "user", render_for(run, "rubric_lmm_step2.j2", count=count, per_turn=per_turn)
+            )
         )
         factor_notes = await self._say(run, conversation, "factors")
 
@@ -159,7 +167,9 @@ class LmmScoreRubric:
                 )
             parts.append(
                 TextPart(
-                    render("rubric_lmm_analyse.j2", first=group[0], last=group[-1], count=count)
+                    render_for(
+                        run, "rubric_lmm_analyse.j2", first=group[0], last=group[-1], count=count
+                    )
                 )
             )
             conversation.append(Message("user", tuple(parts)))
@@ -168,7 +178,9 @@ class LmmScoreRubric:
 
         skeleton = score_skeleton(count)
         conversation.append(
-            Message.text("user", render("rubric_lmm_score.j2", count=count, skeleton=skeleton))
+            Message.text(
+                "user", render_for(run, "rubric_lmm_score.j2", count=count, skeleton=skeleton)
+            )
         )
         base = {
             "images_per_turn": per_turn,

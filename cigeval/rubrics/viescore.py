@@ -17,8 +17,7 @@ from cigeval.agent.labels import CONDITION_LABELS, role_label
 from cigeval.errors import InputError, ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.parsing import extract_json, parse_score
-from cigeval.prompts import render
-from cigeval.rubrics._shared import choice_option, error_score, rubric_options
+from cigeval.rubrics._shared import choice_option, error_score, render_for, rubric_options
 from cigeval.runtime import SampleRun
 from cigeval.sample import Sample
 from cigeval.score import Score, SubScore
@@ -109,7 +108,7 @@ def build_sc_messages(run: SampleRun, spec: TaskSpec) -> list[Message]:
                 "id": question.id,
                 "images": " and ".join(names),
                 "mapping": mapping,
-                "rules": render(f"{question.template}.j2"),
+                "rules": render_for(run, f"{question.template}.j2"),
                 "condition": condition,
                 "condition_label": CONDITION_LABELS.get(
                     question.condition_field or "", "Condition"
@@ -117,7 +116,8 @@ def build_sc_messages(run: SampleRun, spec: TaskSpec) -> list[Message]:
             }
         )
     count = len(spec.sub_questions)
-    text = render(
+    text = render_for(
+        run,
         "rubric_viescore_sc.j2",
         task_title=spec.title,
         count=count,
@@ -127,7 +127,7 @@ def build_sc_messages(run: SampleRun, spec: TaskSpec) -> list[Message]:
     )
     parts.append(TextPart(text))
     return [
-        Message.text("system", render("rubric_viescore_system.j2")),
+        Message.text("system", render_for(run, "rubric_viescore_system.j2")),
         Message("user", tuple(parts)),
     ]
 
@@ -137,9 +137,12 @@ def build_pq_messages(run: SampleRun) -> list[Message]:
     parts = (
         TextPart(f"Image 1: {role_label('output')}"),
         ImagePart(run.encode(run.images["output"]), "output"),
-        TextPart(render("rubric_viescore_pq.j2")),
+        TextPart(render_for(run, "rubric_viescore_pq.j2")),
     )
-    return [Message.text("system", render("rubric_viescore_system.j2")), Message("user", parts)]
+    return [
+        Message.text("system", render_for(run, "rubric_viescore_system.j2")),
+        Message("user", parts),
+    ]
 
 
 class ViescoreRubric:

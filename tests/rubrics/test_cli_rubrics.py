@@ -1,0 +1,183 @@
+"""The rubrics through ``cigeval evaluate --rubric NAME`` against an OpenAI-compatible server,
+with records the meta-evaluation reads; and prompt variants (``prompt_dir``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cigeval.backends.scripted import ScriptedBackend
+from cigeval.cli import main
+from cigeval.meta.scores import load_cigeval_results
+from cigeval.results_io import read_records
+from cigeval.rubrics.viescore import ViescoreRubric
+from tests.openai_server import FakeOpenAIServer
+
+from .support import COLOURS, all_text, image, make_run, make_sample, output_image, reply
+
+WORDS = "The sand texture and the fox outline match the source closely, with only a faint halo along the left ear edge."  # noqa: E501
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
+    monkeypatch.setenv("CIGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    for role, colour in COLOURS.items():
+        image(colour).save(tmp_path / f"{role}.png")
+    for i in range(1, 4):
+        output_image(i).save(tmp_path / f"out{i}.png")
+    return tmp_path
+
+
+def write_samples(path: Path, samples: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(s) + "\n" for s in samples), encoding="utf-8")
+    return path
+
+
+def last_text(body: dict[str, Any]) -> str:
+    content = body["messages"][-1]["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(p["text"] for p in content if p.get("type") == "text")
+
+
+def evaluate(server: FakeOpenAIServer, samples: Path, out: Path, *extra: str) -> int:
+    return main(
+        [
+            "evaluate",
+            str(samples),
+            "--model",
+            "openai:judge",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-cache",
+            *extra,
+        ]
+    )
+
+
+def test_viescore_through_the_cli(env):
+    samples = write_samples(
+        env / "s.jsonl",
+        [
+            {
+                "id": f"u{i}",
+                "task": "text_guided_ie",
+                "model": "gen",
+                "instruction": "add a hat",
+                "images": {"source": "source.png", "output": "output.png"},
+            }
+            for i in range(3)
+        ],
+    )
+
+    def judge(body: dict[str, Any]) -> str:
+        text = last_text(body)
+        if "naturalness" in text:
+            return json.dumps({"score": [8, 6], "reasoning": "fine"})
+        return json.dumps({"score": [9, 7], "reasoning": "fine"})
+
+    out = env / "r.jsonl"
+    with FakeOpenAIServer(judge) as server:
+        assert evaluate(server, samples, out, "--rubric", "viescore") == 0
+        assert len(server.requests) == 6
+    records = list(read_records(out))
+    assert {r["rubric"] for r in records} == {"viescore"}
+    frame = load_cigeval_results(out)
+    assert len(frame) == 3
+    assert frame["SC"].tolist() == pytest.approx([0.7] * 3)
+    assert frame["O"].tolist() == pytest.approx([math.sqrt(0.42)] * 3)
+
+
+def test_factor_rubric_with_option_and_lmm_score_through_the_cli(env):
+    samples = write_samples(
+        env / "s.jsonl",
+        [
+            {
+                "id": "e1",
+                "task": "text_guided_ie",
+                "model": "gen",
+                "instruction": "add a hat",
+                "images": {
+                    "source": "source.png",
+                    "ground_truth": "ground_truth.png",
+                    "output": "output.png",
+                },
+            },
+        ],
+    )
+
+    def factor_judge(body: dict[str, Any]) -> str:
+        assert "online_factor_results" in last_text(body)
+        results = {
+            k: {"score": 6, "justification": WORDS}
+            for k in ("alignment", "completeness", "plausibility")
+        }
+        return json.dumps({"image_id": "e1", "online_factor_results": results})
+
+    out = env / "f.jsonl"
+    with FakeOpenAIServer(factor_judge) as server:
+        status = evaluate(
+            server,
+            samples,
+            out,
+            "--rubric",
+            "instruction_fidelity",
+            "--rubric-option",
+            "mode=online",
+        )
+    assert status == 0
+    (record,) = read_records(out)
+    assert record["score"] == pytest.approx(5 / 6)
+    assert record["details"]["mode"] == "online"
+    assert len(load_cigeval_results(out)) == 1
+
+    lmm = write_samples(
+        env / "l.jsonl",
+        [
+            {
+                "id": "m1",
+                "task": "text_guided_ie",
+                "model": "methods",
+                "instruction": "beach",
+                "task_indicator": "Background Change",
+                "metadata": {"methods": ["a", "b", "c"]},
+                "images": {"source": "source.png", "outputs": ["out1.png", "out2.png", "out3.png"]},
+            },
+        ],
+    )
+
+    def lmm_judge(body: dict[str, Any]) -> str:
+        if "Reply with one JSON object" not in last_text(body):
+            return "A careful description."
+        return json.dumps(
+            {f"image_{i}": {"S_acc": 9 - i, "S_pre": 8, "S_qua": 7, "S_real": 6} for i in (1, 2, 3)}
+        )
+
+    out = env / "l_out.jsonl"
+    with FakeOpenAIServer(lmm_judge) as server:
+        assert evaluate(server, lmm, out, "--rubric", "lmm_score") == 0
+        assert len(server.requests) == 6
+        assert len(server.requests[-1].image_urls()) == 4
+    (record,) = read_records(out)
+    assert [e["rank"] for e in record["details"]["images"]] == [1, 2, 3]
+    assert [e["label"] for e in record["details"]["images"]] == ["a", "b", "c"]
+
+
+async def test_prompt_variant_folder_replaces_a_rubric_template(tmp_path):
+    (tmp_path / "rubric_viescore_pq.j2").write_text(
+        'VARIANT PQ PROMPT: reply {"score": [n, a]}', encoding="utf-8"
+    )
+    backend = ScriptedBackend([reply({"score": [5, 5]}), reply({"score": [5, 5]})])
+    run = make_run(make_sample(), backend, prompt_dir=str(tmp_path))
+    score = await ViescoreRubric().evaluate(run)
+    assert score.status == "ok"
+    assert "VARIANT PQ PROMPT" in all_text(backend.requests[1])
+    assert "VARIANT PQ PROMPT" not in all_text(backend.requests[0])
