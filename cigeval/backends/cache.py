@@ -8,6 +8,7 @@ are threads, processes or killed half-way. An entry that does not parse is treat
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -156,6 +157,8 @@ class CachedBackend:
     def __init__(self, inner: Backend, cache: ResponseCache) -> None:
         self.inner = inner
         self.cache = cache
+        # Identical requests in flight at the same time share one call (per event loop).
+        self._in_flight: dict[tuple[int, str], asyncio.Future[ModelResponse]] = {}
 
     @property
     def identity(self) -> str:
@@ -171,8 +174,25 @@ class CachedBackend:
             return ModelResponse(
                 hit.text, hit.model, hit.usage, time.perf_counter() - started, cached=True
             )
-        response = await self.inner.complete(request)
+        slot = (id(asyncio.get_running_loop()), key)
+        pending = self._in_flight.get(slot)
+        if pending is not None:
+            shared = await asyncio.shield(pending)
+            return ModelResponse(
+                shared.text, shared.model, shared.usage, time.perf_counter() - started, cached=True
+            )
+        future: asyncio.Future[ModelResponse] = asyncio.get_running_loop().create_future()
+        self._in_flight[slot] = future
+        try:
+            response = await self.inner.complete(request)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters re-raise it, nobody else must
+            raise
+        finally:
+            self._in_flight.pop(slot, None)
         self.cache.save(key, response)
+        future.set_result(response)
         return response
 
     def __repr__(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import threading
@@ -17,7 +18,8 @@ from cigeval.backends import (
     ScriptedBackend,
     cache_key,
 )
-from cigeval.messages import GenerationSettings, ModelResponse, Usage
+from cigeval.errors import BackendError
+from cigeval.messages import GenerationSettings, Message, ModelRequest, ModelResponse, Usage
 from tests.openai_server import FakeOpenAIServer
 
 from .support import SECRET_KEY, image_request, make_image
@@ -192,3 +194,32 @@ def test_concurrent_process_writers(tmp_path: Path) -> None:
     valid = [{"writer": n, "payload": n * 5000} for n in ("a", "b")]
     assert cache.get("shared") in valid
     assert all(r is None or r in valid for r in reads)
+
+
+async def test_identical_concurrent_requests_share_one_call(tmp_path: Path) -> None:
+    async def slow(request: ModelRequest) -> str:
+        await asyncio.sleep(0.05)
+        return "shared answer"
+
+    inner = ScriptedBackend(slow)
+    backend = CachedBackend(inner, ResponseCache(tmp_path))
+    request = ModelRequest((Message.text("user", "same question"),))
+    replies = await asyncio.gather(*(backend.complete(request) for _ in range(5)))
+    assert [r.text for r in replies] == ["shared answer"] * 5
+    assert len(inner.requests) == 1
+    assert sum(not r.cached for r in replies) == 1
+
+
+async def test_a_failed_shared_call_fails_every_waiter_and_is_not_cached(tmp_path: Path) -> None:
+    async def failing(request: ModelRequest) -> str:
+        await asyncio.sleep(0.02)
+        raise BackendError("boom")
+
+    backend = CachedBackend(ScriptedBackend(failing), ResponseCache(tmp_path))
+    request = ModelRequest((Message.text("user", "q"),))
+    results = await asyncio.gather(
+        *(backend.complete(request) for _ in range(3)), return_exceptions=True
+    )
+    assert all(isinstance(r, BackendError) for r in results)
+    with pytest.raises(BackendError):
+        await backend.complete(request)
