@@ -1,8 +1,41 @@
-"""Shared test setup: offline Hugging Face hub, and fixtures for sample images."""
+"""Shared test setup: offline Hugging Face hub, and no network beyond this machine."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+_real_connect = socket.socket.connect
+
+
+def _is_local(address: Any) -> bool:
+    if not isinstance(address, tuple):
+        return True  # AF_UNIX paths
+    host = address[0]
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> Any:
+    if not _is_local(address):
+        raise OSError(f"tests must not reach the network (tried {address!r})")
+    return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Any connection to a non-loopback address fails at once, so no test calls a real API."""
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+    yield
