@@ -8,7 +8,7 @@ rubrics come from; the wording of the definitions is cigeval's. Each rubric is a
 
 from __future__ import annotations
 
-from cigeval.rubrics.custom import Factor, FactorRubric
+from cigeval.rubrics.factor_rubric import Factor, FactorRubric
 
 EDIT_QUALITY_FACTORS: tuple[Factor, ...] = (
     Factor(
