@@ -54,11 +54,11 @@ def _edit_pair(instruction_field: str = "instruction") -> tuple[SubQuestion, Sub
 
 
 def _subject_similarity(
-    role: str, qid: str, field: str, query: Callable[[Sample], str | None]
+    role: str, qid: str, field: str, query: Callable[[Sample], str | None], what: str
 ) -> SubQuestion:
     return SubQuestion(
         id=qid,
-        question=f"Does the subject in the image look like the given {field.split('[')[0]}?",
+        question=f"Does {what} in the generated image look like its reference image?",
         image_roles=(role, "output"),
         template="subject_similarity",
         condition_field=field,
@@ -94,7 +94,9 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
         text_fields=("subject", "prompt"),
         image_roles=("subject", "output"),
         sub_questions=(
-            _subject_similarity("subject", "subject_similarity", "subject", _subject),
+            _subject_similarity(
+                "subject", "subject_similarity", "subject", _subject, "the subject"
+            ),
             _prompt_following(),
         ),
     ),
@@ -104,7 +106,9 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
         text_fields=("subject",),
         image_roles=("source", "subject", "output"),
         sub_questions=(
-            _subject_similarity("subject", "subject_similarity", "subject", _subject),
+            _subject_similarity(
+                "subject", "subject_similarity", "subject", _subject, "the subject"
+            ),
             SubQuestion(
                 id="background_preservation",
                 question="Is the background of the source image preserved?",
@@ -119,8 +123,16 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
         text_fields=("concepts", "prompt"),
         image_roles=("subjects", "output"),
         sub_questions=(
-            _subject_similarity("subject_1", "concept_1_similarity", "concepts[0]", _concept(0)),
-            _subject_similarity("subject_2", "concept_2_similarity", "concepts[1]", _concept(1)),
+            _subject_similarity(
+                "subject_1", "concept_1_similarity", "concepts[0]", _concept(0), "the first concept"
+            ),
+            _subject_similarity(
+                "subject_2",
+                "concept_2_similarity",
+                "concepts[1]",
+                _concept(1),
+                "the second concept",
+            ),
             _prompt_following(),
         ),
     ),
