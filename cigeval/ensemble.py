@@ -85,12 +85,18 @@ def build_judges(
 
 
 def combine_scores(
-    scores: list[Score], labels: list[str], ensemble: EnsembleConfig, aggregate: str
+    scores: list[Score],
+    labels: list[str],
+    ensemble: EnsembleConfig,
+    aggregate: str,
+    sub_question_level: bool = True,
 ) -> Score:
     """One Score from several judges' Scores of the same sample.
 
     Failed judgments are left out and counted in ``details['missing_judgments']``; the
-    sample fails only when every judge failed. Traces are concatenated.
+    sample fails only when every judge failed. Traces are concatenated. With
+    ``sub_question_level`` False (rubrics whose score is not the aggregate of 0-10
+    sub-scores), final scores are combined whatever ``ensemble.level`` asks.
     """
     first = scores[0]
     ok = [s for s in scores if s.ok and s.value is not None]
@@ -107,7 +113,7 @@ def combine_scores(
         ],
         "missing_judgments": len(scores) - len(ok),
         "combine": ensemble.combine,
-        "level": ensemble.level,
+        "level": ensemble.level if sub_question_level else "final",
     }
     merged = Score(id=first.id, task=first.task, rubric=first.rubric, status="ok", details=details)
     for s in scores:
@@ -119,7 +125,7 @@ def combine_scores(
         )
         return merged
     grid10 = ensemble.grid
-    if ensemble.level == "sub_question" and all(s.sub_scores for s in ok):
+    if sub_question_level and ensemble.level == "sub_question" and all(s.sub_scores for s in ok):
         merged.sub_scores = _combine_sub_scores(ok, ensemble)
         values = [s.score for s in merged.sub_scores if s.score is not None]
         merged.value = aggregate_scores(values, aggregate) / 10.0

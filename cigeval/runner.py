@@ -177,6 +177,7 @@ class Evaluator:
                 [j.label for j in self.judges],
                 self.ensemble,
                 self.config.aggregate,
+                sub_question_level=getattr(self.rubric, "combines_sub_scores", False),
             )
         sessions = [o[1] for o in outcomes]
         score._images.update(images)

@@ -17,7 +17,10 @@ class SubScore(BaseModel):
 
     question_id: str = Field(description="Stable id of the sub-question, e.g. 'edit_success'.")
     question: str = Field(description="The sub-question in words.")
-    score: float | None = Field(description="0-10; None when the sub-question failed.")
+    score: float | None = Field(
+        description="On the ``scale`` (0-10 unless a rubric says otherwise); None when it failed."
+    )
+    scale: tuple[float, float] = Field((0, 10), description="Lowest and highest possible score.")
     reasoning: str = ""
     tool: str | None = Field(None, description="Tool used, or None.")
     tool_query: str | None = None

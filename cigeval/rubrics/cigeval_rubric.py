@@ -20,6 +20,9 @@ class CigevalRubric:
 
     name = "cigeval"
     description = "Agentic evaluation with tools; score = min(sub-scores) / 10."
+    #: The score is the aggregate of the 0-10 sub-scores / 10, so ensembles may combine
+    #: judges per sub-question before aggregating.
+    combines_sub_scores = True
 
     def validate(self, sample: Sample) -> None:
         """Check the task's required text fields and images."""

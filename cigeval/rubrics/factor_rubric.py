@@ -294,6 +294,7 @@ class FactorRubric:
                     question_id=f.key,
                     question=f"{f.title}: {f.definition}",
                     score=float(scores[f.key]),
+                    scale=self.scale,
                     reasoning=results[f.key]["justification"],
                 )
                 for f in self.factors

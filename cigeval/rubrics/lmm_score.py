@@ -226,6 +226,7 @@ class LmmScoreRubric:
                 + (f" ({labels[i - 1]})" if labels[i - 1] else "")
                 + ": S_all on 1-10",
                 score=r.s_all,
+                scale=(1, 10),
                 reasoning=r.reason or analyses.get(i, ""),
             )
             for i, r in enumerate(results, start=1)

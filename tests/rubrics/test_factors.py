@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from cigeval import EnsembleConfig, Evaluator, RunConfig
 from cigeval.backends.scripted import ScriptedBackend
 from cigeval.errors import InputError
 from cigeval.meta.scores import records_to_frame
@@ -236,3 +237,20 @@ def test_evaluator_turns_a_missing_image_into_an_error_record():
     ev = evaluator(ScriptedBackend([]), "instruction_fidelity")
     score = ev.evaluate(make_sample(images={"output": image(COLOURS["output"])}))
     assert score.status == "error" and "ground_truth" in (score.error or "")
+
+
+def test_ensembles_of_factor_judges_combine_final_scores():
+    keys = ["alignment", "completeness", "plausibility"]
+    high = ScriptedBackend([reply(answer(keys, [7, 7, 7]))], name="high")
+    low = ScriptedBackend([reply(answer(keys, [1, 1, 1]))], name="low")
+    ev = Evaluator(
+        [high, low],
+        rubric="instruction_fidelity",
+        run_config=RunConfig(use_cache=False),
+        ensemble=EnsembleConfig(combine="mean", level="sub_question"),
+    )
+    score = ev.evaluate(offline_sample())
+    # (7-1)/6 = 1.0 and (1-1)/6 = 0.0: the mean of the final scores, not min(sub-scores)/10
+    assert score.value == 0.5
+    assert score.details["level"] == "final"
+    assert all(s.scale == (1, 7) for s in score.sub_scores)
