@@ -239,11 +239,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
         progress = tqdm(total=todo, disable=args.quiet, unit="sample", file=sys.stderr)
 
         async def consume() -> None:
-            async for score in evaluator.stream(pending, run_config.concurrency):
-                writer.write(score)
-                summary.add(score)
-                progress.update(1)
-                progress.set_postfix(errors=summary.statuses["error"], refresh=False)
+            try:
+                async for score in evaluator.stream(pending, run_config.concurrency):
+                    writer.write(score)
+                    summary.add(score)
+                    progress.update(1)
+                    progress.set_postfix(errors=summary.statuses["error"], refresh=False)
+            finally:
+                await evaluator.aclose()
 
         try:
             asyncio.run(consume())

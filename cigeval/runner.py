@@ -195,7 +195,26 @@ class Evaluator:
 
     def evaluate(self, item: SampleInput) -> Score:
         """Synchronous :meth:`evaluate_async`."""
-        return run_sync(self.evaluate_async(item))
+        return run_sync(self._closing(self.evaluate_async(item)))
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections the judges opened in the running event loop.
+
+        The synchronous methods do this themselves; call it when done with :meth:`stream` or
+        the ``*_async`` methods in a loop that will end (connections left open are closed by
+        the garbage collector later, which fails noisily once their loop is closed).
+        """
+        for backend in self.backends:
+            inner = getattr(backend, "inner", backend)  # CachedBackend wraps the real one
+            close = getattr(inner, "aclose", None)
+            if close is not None:
+                await close()
+
+    async def _closing(self, awaitable: Awaitable[T]) -> T:
+        try:
+            return await awaitable
+        finally:
+            await self.aclose()
 
     async def stream(
         self, items: Iterable[SampleInput], concurrency: int | None = None
@@ -242,7 +261,7 @@ class Evaluator:
         self, items: Iterable[SampleInput], concurrency: int | None = None
     ) -> list[Score]:
         """Synchronous :meth:`evaluate_many_async`."""
-        return run_sync(self.evaluate_many_async(items, concurrency))
+        return run_sync(self._closing(self.evaluate_many_async(items, concurrency)))
 
 
 def _identify(item: SampleInput) -> tuple[str, str]:
