@@ -76,8 +76,13 @@ def _add_evaluate(subparsers: Any) -> None:
         choices=["mean", "median", "trimmed_mean", "min", "max", "majority"],
     )
     e.add_argument("--combine-level", default="sub_question", choices=["sub_question", "final"])
-    e.add_argument("--prompt-variant", action="append", default=[], metavar="DIR",
-                   help="a prompt variant (template folder) judged by every model; repeatable")
+    e.add_argument(
+        "--prompt-variant",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a prompt variant (template folder) judged by every model; repeatable",
+    )
     r = p.add_argument_group("running")
     r.add_argument("--concurrency", type=int, default=8, help="samples evaluated at once")
     r.add_argument("--rpm", type=float, help="requests-per-minute limit")

@@ -52,7 +52,8 @@ def score_to_html(score: Score) -> str:
     if score.sub_scores:
         parts.append(
             '<table style="border-collapse:collapse;margin-top:6px"><tr>'
-            "<th>question</th><th>score</th><th>tool</th><th>reasoning</th><th>tool images</th></tr>"
+            "<th>question</th><th>score</th><th>tool</th><th>reasoning</th>"
+            "<th>tool images</th></tr>"
         )
         for sub in score.sub_scores:
             value = "–" if sub.score is None else f"{sub.score:g}"

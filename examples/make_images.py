@@ -39,7 +39,8 @@ def main() -> None:
     cube = Image.new("RGB", SIZE, "white")
     ImageDraw.Draw(cube).rectangle((70, 70, 186, 186), fill="green", outline="black", width=6)
     cube.save(FOLDER / "subject_cube.png")
-    edges = scene().convert("L").filter(ImageFilter.FIND_EDGES).point(lambda v: 255 if v > 20 else 0)
+    gray = scene().convert("L").filter(ImageFilter.FIND_EDGES)
+    edges = gray.point(lambda v: 255 if v > 20 else 0)
     edges.convert("RGB").save(FOLDER / "control_canny.png")
 
 

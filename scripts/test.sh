@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-ruff check cigeval tests benchmarks examples
+ruff check .
 mypy cigeval
 python -m pytest -q "$@"

@@ -63,13 +63,19 @@ def rule_judge(
             for task_id, question in re.findall(r"- task_id (\d+): (.+?) \(images shown", text):
                 tool = next((t for q, t in tools.items() if q in question), None)
                 entries.append(
-                    {"task_id": task_id, "reasoning": "because", "used": "yes" if tool else "no",
-                     "tool": tool or "None", "query": "object" if tool == "Grounding" else ""}
+                    {
+                        "task_id": task_id,
+                        "reasoning": "because",
+                        "used": "yes" if tool else "no",
+                        "tool": tool or "None",
+                        "query": "object" if tool == "Grounding" else "",
+                    }
                 )
             return "```json\n" + json.dumps(entries) + "\n```"
         if "scene graph" in text.lower() and "RULES:" not in text:
-            return json.dumps({"objects": [{"name": "thing", "attributes": ["red"]}],
-                               "relationships": []})
+            return json.dumps(
+                {"objects": [{"name": "thing", "attributes": ["red"]}], "relationships": []}
+            )
         name = template_of(text)
         score = scores.get(name or "", default_score)
         return json.dumps({"score": score, "reasoning": f"judged {name}"})

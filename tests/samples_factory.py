@@ -9,8 +9,13 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 
-def make_image(path: Path, colour: str, box: tuple[int, int, int, int] | None = None,
-               box_colour: str = "blue", size: tuple[int, int] = (64, 64)) -> str:
+def make_image(
+    path: Path,
+    colour: str,
+    box: tuple[int, int, int, int] | None = None,
+    box_colour: str = "blue",
+    size: tuple[int, int] = (64, 64),
+) -> str:
     """Save a flat image with an optional rectangle; returns the file name."""
     image = Image.new("RGB", size, colour)
     if box is not None:
@@ -29,20 +34,54 @@ def seven_task_samples(folder: Path) -> list[dict[str, Any]]:
     subj2 = make_image(folder / "subject2.png", "gray", (5, 5, 25, 25), "purple")
     control = make_image(folder / "control.png", "black", (10, 10, 50, 50), "white")
     return [
-        {"id": "t2i", "task": "text_guided_ig", "prompt": "a red square",
-         "images": {"output": out}, "model": "SD", "human": 0.5},
-        {"id": "mie", "task": "mask_guided_ie", "instruction": "make the square red",
-         "images": {"source": src, "mask": mask, "output": out}, "model": "Glide"},
-        {"id": "tie", "task": "text_guided_ie", "instruction": "make the square red",
-         "images": {"source": src, "output": out}},
-        {"id": "sdig", "task": "subject_driven_ig", "subject": "toy", "prompt": "a toy on a table",
-         "images": {"subject": subj, "output": out}},
-        {"id": "sdie", "task": "subject_driven_ie", "subject": "toy",
-         "images": {"source": src, "subject": subj, "output": out}},
-        {"id": "mcic", "task": "multi_concept_ic", "concepts": ["toy", "cup"],
-         "prompt": "a toy next to a cup", "images": {"subjects": [subj, subj2], "output": out}},
-        {"id": "cgig", "task": "control_guided_ig", "prompt": "a box", "control_type": "canny",
-         "images": {"control": control, "output": out}},
+        {
+            "id": "t2i",
+            "task": "text_guided_ig",
+            "prompt": "a red square",
+            "images": {"output": out},
+            "model": "SD",
+            "human": 0.5,
+        },
+        {
+            "id": "mie",
+            "task": "mask_guided_ie",
+            "instruction": "make the square red",
+            "images": {"source": src, "mask": mask, "output": out},
+            "model": "Glide",
+        },
+        {
+            "id": "tie",
+            "task": "text_guided_ie",
+            "instruction": "make the square red",
+            "images": {"source": src, "output": out},
+        },
+        {
+            "id": "sdig",
+            "task": "subject_driven_ig",
+            "subject": "toy",
+            "prompt": "a toy on a table",
+            "images": {"subject": subj, "output": out},
+        },
+        {
+            "id": "sdie",
+            "task": "subject_driven_ie",
+            "subject": "toy",
+            "images": {"source": src, "subject": subj, "output": out},
+        },
+        {
+            "id": "mcic",
+            "task": "multi_concept_ic",
+            "concepts": ["toy", "cup"],
+            "prompt": "a toy next to a cup",
+            "images": {"subjects": [subj, subj2], "output": out},
+        },
+        {
+            "id": "cgig",
+            "task": "control_guided_ig",
+            "prompt": "a box",
+            "control_type": "canny",
+            "images": {"control": control, "output": out},
+        },
     ]
 
 

@@ -39,8 +39,14 @@ def seven(tmp_path: Path) -> dict[str, Sample]:
 
 @pytest.mark.parametrize("task", TASK_IDS)
 def test_every_task_one_plan_and_one_judge_call_per_sub_question(seven, task):
-    scores = {"prompt_following": 9, "edit_success": 4, "over_editing": 6,
-              "subject_similarity": 5, "background_preservation": 8, "control_following": 3}
+    scores = {
+        "prompt_following": 9,
+        "edit_success": 4,
+        "over_editing": 6,
+        "subject_similarity": 5,
+        "background_preservation": 8,
+        "control_following": 3,
+    }
     ev, backend = make_evaluator(rule_judge(scores))
     score = ev.evaluate(seven[task])
     spec = get_task(task)
@@ -63,10 +69,12 @@ def test_every_task_one_plan_and_one_judge_call_per_sub_question(seven, task):
 
 
 def test_plan_is_matched_by_task_id_not_position(seven):
-    plan = json.dumps([
-        {"task_id": "2", "reasoning": "changes", "used": "yes", "tool": "difference"},
-        {"task_id": "1", "reasoning": "none", "used": "no", "tool": "None"},
-    ])
+    plan = json.dumps(
+        [
+            {"task_id": "2", "reasoning": "changes", "used": "yes", "tool": "difference"},
+            {"task_id": "1", "reasoning": "none", "used": "no", "tool": "None"},
+        ]
+    )
     calls = []
 
     def reply(request: ModelRequest) -> str:
@@ -108,8 +116,11 @@ def test_highlight_hint_only_when_something_was_highlighted(seven):
 def test_invalid_reply_is_reasked_with_the_error_then_parsed(seven):
     replies = iter(["plan"])  # not used: no tools offered
     del replies
-    script = ["I think it is quite good.", '{"score": 12, "reasoning": "great"}',
-              'Sure: ```json\n{"score": "8/10", "reasoning": "fine"}\n```']
+    script = [
+        "I think it is quite good.",
+        '{"score": 12, "reasoning": "great"}',
+        'Sure: ```json\n{"score": "8/10", "reasoning": "fine"}\n```',
+    ]
     ev, backend = make_evaluator(script, tools=())
     score = ev.evaluate(seven["text_guided_ig"])
     assert score.status == "ok" and score.value == pytest.approx(0.8)
@@ -146,10 +157,12 @@ def test_more_rounds_when_the_judge_asks_for_another_tool(seven):
             return ToolResult(tool="Counter", text=f"run {Counter.runs}")
 
     register_tool(Counter(), replace=True)
-    judge_replies = iter([
-        '{"thought": "need a closer look", "tool": "Counter", "query": ""}',
-        '{"score": 5, "reasoning": "now sure"}',
-    ])
+    judge_replies = iter(
+        [
+            '{"thought": "need a closer look", "tool": "Counter", "query": ""}',
+            '{"score": 5, "reasoning": "now sure"}',
+        ]
+    )
 
     def reply(request):
         text = request_text(request)
@@ -171,7 +184,9 @@ def test_more_rounds_when_the_judge_asks_for_another_tool(seven):
 
 def test_missing_image_and_missing_field_are_named_errors(tmp_path: Path):
     records = seven_task_samples(tmp_path)
-    broken_image = dict(records[2], id="broken", images={"source": "nope.png", "output": "output.png"})
+    broken_image = dict(
+        records[2], id="broken", images={"source": "nope.png", "output": "output.png"}
+    )
     no_field = {k: v for k, v in records[0].items() if k != "prompt"} | {"id": "nofield"}
     ev, backend = make_evaluator(rule_judge())
     first = ev.evaluate(sample_from_dict(broken_image, base_dir=tmp_path))
@@ -186,8 +201,12 @@ def test_missing_image_and_missing_field_are_named_errors(tmp_path: Path):
 def test_ensemble_keeps_individual_judgments_and_spread(seven):
     a = ScriptedBackend(rule_judge(default_score=4), name="a")
     b = ScriptedBackend(rule_judge(default_score=8), name="b")
-    ev = Evaluator([a, b], run_config=NO_CACHE, tools=(),
-                   ensemble=EnsembleConfig(combine="mean", level="final"))
+    ev = Evaluator(
+        [a, b],
+        run_config=NO_CACHE,
+        tools=(),
+        ensemble=EnsembleConfig(combine="mean", level="final"),
+    )
     score = ev.evaluate(seven["text_guided_ie"])
     assert score.value == pytest.approx(0.6)
     assert [j["score"] for j in score.details["judgments"]] == [0.4, 0.8]
@@ -200,8 +219,12 @@ def test_ensemble_sub_question_level_and_a_failed_judge(seven):
     a = ScriptedBackend(rule_judge(scores={"edit_success": 2, "over_editing": 9}), name="a")
     b = ScriptedBackend(rule_judge(scores={"edit_success": 6, "over_editing": 5}), name="b")
     broken = ScriptedBackend([BackendError("down")] * 5, name="c")
-    ev = Evaluator([a, b, broken], run_config=NO_CACHE, tools=(),
-                   ensemble=EnsembleConfig(combine="mean", level="sub_question"))
+    ev = Evaluator(
+        [a, b, broken],
+        run_config=NO_CACHE,
+        tools=(),
+        ensemble=EnsembleConfig(combine="mean", level="sub_question"),
+    )
     score = ev.evaluate(seven["text_guided_ie"])
     # mean per question first (4 and 7), then min -> 4
     assert score.status == "ok" and score.value == pytest.approx(0.4)
@@ -211,8 +234,12 @@ def test_ensemble_sub_question_level_and_a_failed_judge(seven):
 
 def test_samples_per_model_use_distinct_seeds_and_temperature(seven):
     backend = ScriptedBackend(rule_judge())
-    ev = Evaluator(backend, run_config=NO_CACHE, tools=(),
-                   ensemble=EnsembleConfig(samples_per_model=3, temperature=0.9))
+    ev = Evaluator(
+        backend,
+        run_config=NO_CACHE,
+        tools=(),
+        ensemble=EnsembleConfig(samples_per_model=3, temperature=0.9),
+    )
     score = ev.evaluate(seven["text_guided_ig"])
     assert score.ok
     settings = {(r.settings.temperature, r.settings.seed) for r in backend.requests}
@@ -261,8 +288,12 @@ def test_prompt_variants_replace_templates_and_form_an_ensemble(seven, tmp_path)
     variant.mkdir()
     (variant / "prompt_following.j2").write_text("STRICT VARIANT: judge the prompt harshly.")
     backend = ScriptedBackend(rule_judge())
-    ev = Evaluator(backend, run_config=NO_CACHE, tools=(),
-                   ensemble=EnsembleConfig(prompt_dirs=(str(variant), str(tmp_path / "none"))))
+    ev = Evaluator(
+        backend,
+        run_config=NO_CACHE,
+        tools=(),
+        ensemble=EnsembleConfig(prompt_dirs=(str(variant), str(tmp_path / "none"))),
+    )
     score = ev.evaluate(seven["text_guided_ig"])
     texts = [request_text(r) for r in backend.requests]
     assert sum("STRICT VARIANT" in t for t in texts) == 1

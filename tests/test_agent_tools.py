@@ -26,20 +26,29 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory):
 def test_every_builtin_tool_through_the_agent(tmp_path: Path, tiny_checkpoint: str):
     records = {r["task"]: r for r in seven_task_samples(tmp_path)}
     sample = sample_from_dict(records["multi_concept_ic"], base_dir=tmp_path)
-    script = rule_judge(tools={"first concept": "Grounding", "second concept": "Scene Graph",
-                               "text prompt": "Difference"})
+    script = rule_judge(
+        tools={
+            "first concept": "Grounding",
+            "second concept": "Scene Graph",
+            "text prompt": "Difference",
+        }
+    )
     backend = ScriptedBackend(script)
     evaluator = Evaluator(
         backend,
         run_config=RunConfig(cache_dir=tmp_path / "cache"),
-        grounding=GroundingConfig(checkpoint=tiny_checkpoint, box_threshold=0.0,
-                                  text_threshold=0.0),
+        grounding=GroundingConfig(
+            checkpoint=tiny_checkpoint, box_threshold=0.0, text_threshold=0.0
+        ),
     )
     score = evaluator.evaluate(sample)
     assert score.status == "ok", score.error
     tools = {s.question_id: s.tool for s in score.sub_scores}
-    assert tools == {"concept_1_similarity": "Grounding", "concept_2_similarity": "Scene Graph",
-                     "prompt_following": "Difference"}
+    assert tools == {
+        "concept_1_similarity": "Grounding",
+        "concept_2_similarity": "Scene Graph",
+        "prompt_following": "Difference",
+    }
     grounding = score.sub_scores[0]
     # the random detector finds boxes at threshold 0: the judge sees highlighted images
     assert grounding.tool_images and grounding.tool_output

@@ -25,8 +25,20 @@ def env(monkeypatch, tmp_path):
 
 
 def run(server: FakeOpenAIServer, samples: Path, out: Path, *extra: str) -> int:
-    return main(["evaluate", str(samples), "--model", "openai:judge-model", "--base-url",
-                 server.base_url, "--out", str(out), "--quiet", *extra])
+    return main(
+        [
+            "evaluate",
+            str(samples),
+            "--model",
+            "openai:judge-model",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(out),
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 def test_seven_tasks_through_the_cli(env: Path, capsys):
@@ -96,7 +108,12 @@ def test_bad_samples_are_error_records_and_exit_1(env: Path):
     (env / "corrupt.png").write_bytes(b"not an image at all")
     bad = [
         {"id": "empty", "task": "text_guided_ig", "prompt": "x", "images": {"output": "empty.png"}},
-        {"id": "corrupt", "task": "text_guided_ig", "prompt": "x", "images": {"output": "corrupt.png"}},
+        {
+            "id": "corrupt",
+            "task": "text_guided_ig",
+            "prompt": "x",
+            "images": {"output": "corrupt.png"},
+        },
         {"id": "unknown", "task": "video_gen", "prompt": "x", "images": {"output": "output.png"}},
     ]
     samples = write_jsonl(env / "samples.jsonl", [good[0], *bad, good[2]])
@@ -115,12 +132,39 @@ def test_bad_samples_are_error_records_and_exit_1(env: Path):
 
 
 def test_usage_errors_exit_2(env: Path, capsys):
-    assert main(["evaluate", str(env / "missing.jsonl"), "--model", "openai:x",
-                 "--out", str(env / "o.jsonl")]) == 2
+    assert (
+        main(
+            [
+                "evaluate",
+                str(env / "missing.jsonl"),
+                "--model",
+                "openai:x",
+                "--out",
+                str(env / "o.jsonl"),
+            ]
+        )
+        == 2
+    )
     samples = write_jsonl(env / "s.jsonl", seven_task_samples(env)[:1])
-    assert main(["evaluate", str(samples), "--model", "nonsense:x", "--out", str(env / "o.jsonl")]) == 2
-    assert main(["evaluate", str(samples), "--model", "openai:x", "--out", str(env / "o.jsonl"),
-                 "--rubric", "nope"]) == 2
+    assert (
+        main(["evaluate", str(samples), "--model", "nonsense:x", "--out", str(env / "o.jsonl")])
+        == 2
+    )
+    assert (
+        main(
+            [
+                "evaluate",
+                str(samples),
+                "--model",
+                "openai:x",
+                "--out",
+                str(env / "o.jsonl"),
+                "--rubric",
+                "nope",
+            ]
+        )
+        == 2
+    )
     with pytest.raises(SystemExit) as exc:
         main(["evaluate"])
     assert exc.value.code == 2
@@ -129,12 +173,25 @@ def test_usage_errors_exit_2(env: Path, capsys):
 def test_ensemble_through_the_cli(env: Path):
     samples = write_jsonl(env / "samples.jsonl", seven_task_samples(env)[:1])
     out = env / "results.jsonl"
-    with FakeOpenAIServer(rule_judge(default_score=6)) as one, FakeOpenAIServer(
-        rule_judge(default_score=8)
-    ) as two:
-        status = main(["evaluate", str(samples), "--model", f"openai:a@{one.base_url}",
-                       "--model", f"openai:b@{two.base_url}", "--combine", "median",
-                       "--out", str(out), "--quiet"])
+    with (
+        FakeOpenAIServer(rule_judge(default_score=6)) as one,
+        FakeOpenAIServer(rule_judge(default_score=8)) as two,
+    ):
+        status = main(
+            [
+                "evaluate",
+                str(samples),
+                "--model",
+                f"openai:a@{one.base_url}",
+                "--model",
+                f"openai:b@{two.base_url}",
+                "--combine",
+                "median",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
     assert status == 0
     (record,) = read_records(out)
     assert record["score"] == pytest.approx(0.7)

@@ -48,8 +48,10 @@ def test_spread():
     assert spread([0.5], tolerance=0.1)["agreement"] == 1.0
 
 
-@given(st.lists(st.floats(0, 10), min_size=1, max_size=12),
-       st.sampled_from(["mean", "median", "trimmed_mean", "min", "max", "majority"]))
+@given(
+    st.lists(st.floats(0, 10), min_size=1, max_size=12),
+    st.sampled_from(["mean", "median", "trimmed_mean", "min", "max", "majority"]),
+)
 def test_every_rule_stays_within_the_judgments(values, rule):
     result = combine(values, rule)
     assert min(values) - 0.5 - 1e-9 <= result <= max(values) + 0.5 + 1e-9

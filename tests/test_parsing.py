@@ -30,9 +30,17 @@ def test_judgements_in_the_forms_models_write(text, score, reasoning):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "no number here", '{"score": 11, "reasoning": "x"}', '{"score": -1}',
-     '{"reasoning": "forgot the score"}', '{"score": "high"}', '{"score": null}',
-     '{"score": true}', "rating: 15/10"],
+    [
+        "",
+        "no number here",
+        '{"score": 11, "reasoning": "x"}',
+        '{"score": -1}',
+        '{"reasoning": "forgot the score"}',
+        '{"score": "high"}',
+        '{"score": null}',
+        '{"score": true}',
+        "rating: 15/10",
+    ],
 )
 def test_unusable_judgements_raise_parse_error(text):
     with pytest.raises(ParseError):
@@ -94,11 +102,20 @@ def test_plan_used_no_overrides_a_named_tool():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[{"task_id": "1", "used": "no"}, {"task_id": "2", "used": "no"}]', "no entry for task_id 3"),
+        (
+            '[{"task_id": "1", "used": "no"}, {"task_id": "2", "used": "no"}]',
+            "no entry for task_id 3",
+        ),
         ('[{"task_id": "9", "used": "no"}]', "unknown task_id"),
-        ('[{"task_id": "1", "used": "yes", "tool": "Magic"}, {"task_id": "2"}, {"task_id": "3"}]',
-         "unknown tool"),
-        ('[{"task_id": "1"}, {"task_id": "1"}, {"task_id": "2"}, {"task_id": "3"}]', "more than once"),
+        (
+            '[{"task_id": "1", "used": "yes", "tool": "Magic"},'
+            ' {"task_id": "2"}, {"task_id": "3"}]',
+            "unknown tool",
+        ),
+        (
+            '[{"task_id": "1"}, {"task_id": "1"}, {"task_id": "2"}, {"task_id": "3"}]',
+            "more than once",
+        ),
         ("I will use grounding for everything", "JSON"),
     ],
 )

@@ -9,8 +9,13 @@ from cigeval.score import Score
 
 
 def score(sample_id: str, status: str = "ok") -> Score:
-    return Score(id=sample_id, task="text_guided_ig", status=status,
-                 value=0.5 if status == "ok" else None, error=None if status == "ok" else "boom")
+    return Score(
+        id=sample_id,
+        task="text_guided_ig",
+        status=status,
+        value=0.5 if status == "ok" else None,
+        error=None if status == "ok" else "boom",
+    )
 
 
 def test_torn_last_line_is_repaired_and_finished_ids_are_known(tmp_path):
