@@ -122,7 +122,9 @@ def parse_score(value: Any, low: float = 0, high: float = 10, *, integer: bool =
 
 
 _LOOSE_SCORE = re.compile(
-    rf"[\"']?score[\"']?\s*[:=]\s*[\"']?({_NUMBER}(?:\s*(?:/|out of)\s*{_NUMBER})?)", re.IGNORECASE
+    rf"[\"']?score[\"']?\s*[:=]\s*[\"']?({_NUMBER}(?:\s*(?:/|out of)\s*{_NUMBER})?)"
+    r"(?!\d|\.\d|[eE][-+]?\d)",  # not the prefix of a longer number such as 1e999
+    re.IGNORECASE,
 )
 _LOOSE_REASONING = re.compile(
     r"[\"']?reasoning[\"']?\s*[:=]\s*[\"']?(.+)", re.IGNORECASE | re.DOTALL

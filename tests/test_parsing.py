@@ -122,3 +122,9 @@ def test_plan_used_no_overrides_a_named_tool():
 def test_plan_errors_name_the_problem(text, message):
     with pytest.raises(ParseError, match=message):
         plan(text)
+
+
+def test_loose_scores_do_not_take_a_prefix_of_a_longer_number():
+    with pytest.raises(ParseError):
+        parse_judgement("score: 1e999")
+    assert parse_judgement("score: 7. The dog is there.")[0] == 7

@@ -23,11 +23,12 @@ from cigeval.meta.scores import (
     load_cigeval_results,
     load_scores,
     load_viescore_tsv,
+    read_results,
     records_to_frame,
 )
 from cigeval.meta.split import Split, load_split, make_split, save_split
 from cigeval.meta.stats import METHODS, bootstrap_ci, correlation
-from cigeval.meta.trajectories import ExportReport, export_trajectories, read_results
+from cigeval.meta.trajectories import ExportReport, export_trajectories
 
 __all__ = [
     "AGGREGATES",

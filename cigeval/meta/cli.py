@@ -18,10 +18,10 @@ from cigeval.meta.combine import COMBINE_RULES, DEFAULT_GRID_STEP, combine_score
 from cigeval.meta.evaluate import human_baseline, meta_evaluate
 from cigeval.meta.human import DIMENSIONS
 from cigeval.meta.result import MetaResult
-from cigeval.meta.scores import load_scores
+from cigeval.meta.scores import load_scores, read_results
 from cigeval.meta.split import SUBSETS, load_split, make_split, save_split
 from cigeval.meta.stats import METHODS
-from cigeval.meta.trajectories import export_trajectories, read_results
+from cigeval.meta.trajectories import export_trajectories
 
 
 def _add_imagenhub(commands: Any) -> None:

@@ -145,20 +145,27 @@ def records_to_frame(
     return _frame(rows, missing, source)
 
 
-def load_cigeval_results(path: str | Path, missing: MissingPolicy = "cell") -> pd.DataFrame:
-    """Read a cigeval results JSONL file into an evaluator frame (see :func:`records_to_frame`)."""
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a cigeval results JSONL file."""
     path = Path(path)
     records = []
     try:
         with path.open(encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    try:
-                        records.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise InputError(f"{path} line {number}: not JSON ({exc.msg})") from exc
+                if not line.strip():
+                    continue
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path} line {number}: not JSON ({exc.msg})") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read results file {path}: {exc}") from exc
+    return records
+
+
+def load_cigeval_results(path: str | Path, missing: MissingPolicy = "cell") -> pd.DataFrame:
+    """Read a cigeval results JSONL file into an evaluator frame (see :func:`records_to_frame`)."""
+    records = read_results(path)
     return records_to_frame(records, missing=missing, source=str(path))
 
 

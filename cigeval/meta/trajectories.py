@@ -49,24 +49,6 @@ class ExportReport:
         }
 
 
-def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a cigeval results JSONL file."""
-    path = Path(path)
-    records = []
-    try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path} line {number}: not JSON ({exc.msg})") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read results file {path}: {exc}") from exc
-    return records
-
-
 def record_score(record: Mapping[str, Any], dimension: str = "SC") -> float | None:
     """The record's score for a dimension (SC: ``dimensions.SC``, else ``score``)."""
     dims = record.get("dimensions") or {}
