@@ -42,9 +42,10 @@ def load_image(
     if path.stat().st_size == 0:
         raise InputError(f"{role} image is an empty (zero-byte) file: {path}", sample_id)
     try:
+        data = path.read_bytes()
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as opened:
+            with Image.open(io.BytesIO(data)) as opened:
                 width, height = opened.size
                 if width * height > max_pixels:
                     raise InputError(
@@ -53,6 +54,8 @@ def load_image(
                         sample_id,
                     )
                 opened.load()
+                file_format, original_mode = opened.format, opened.mode
+                rotated = opened.getexif().get(_EXIF_ORIENTATION, 1) != 1
                 loaded = ImageOps.exif_transpose(opened)
     except InputError:
         raise
@@ -62,7 +65,20 @@ def load_image(
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         message = f"{role} image is corrupt or not an image: {path} ({exc})"
         raise InputError(message, sample_id) from None
-    return to_rgb(loaded)
+    rgb = to_rgb(loaded)
+    mime = _PASSTHROUGH_MIME.get(file_format or "")
+    if mime is not None and original_mode == "RGB" and not rotated:
+        # The file already is what a model accepts: send its bytes instead of re-encoding.
+        # Tagged with the pixel store's identity: a copy (which would keep ``info``) does not
+        # match, so an edited copy is never sent as the original file.
+        rgb.info[RAW_BYTES_KEY] = (data, mime, id(rgb.im))
+    return rgb
+
+
+#: Key in ``Image.info`` holding (file bytes, mime) of an image that can be sent unchanged.
+RAW_BYTES_KEY = "cigeval_raw_bytes"
+_PASSTHROUGH_MIME = {"PNG": "image/png", "JPEG": "image/jpeg"}
+_EXIF_ORIENTATION = 0x0112
 
 
 def _check_size(image: Image.Image, role: str, sample_id: str | None, limit: int) -> Image.Image:
@@ -109,7 +125,15 @@ class EncodedImage:
 
     @classmethod
     def from_pil(cls, image: Image.Image, fmt: str = "PNG") -> EncodedImage:
-        """Encode a PIL image. PNG is lossless; JPEG is smaller for very large images."""
+        """Encode a PIL image. PNG is lossless; JPEG is smaller for very large images.
+
+        An RGB PNG or JPEG file opened by :func:`load_image` keeps its original bytes, which
+        are sent unchanged (no re-encoding, no generation loss).
+        """
+        raw = image.info.get(RAW_BYTES_KEY)
+        if raw is not None and raw[2] == id(image.im):
+            data, mime = raw[0], raw[1]
+            return cls(data, mime, hashlib.sha256(data).hexdigest(), image.width, image.height)
         buffer = io.BytesIO()
         rgb = to_rgb(image)
         if fmt.upper() == "JPEG":

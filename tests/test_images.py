@@ -1,0 +1,74 @@
+"""Image loading: conversions, limits, and sending unchanged files as they are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw
+
+from cigeval.errors import InputError
+from cigeval.images import EncodedImage, load_image
+
+
+def noise(size: tuple[int, int] = (64, 48)) -> Image.Image:
+    return Image.effect_noise(size, 64).convert("RGB")
+
+
+@pytest.mark.parametrize(("name", "mime"), [("a.png", "image/png"), ("a.jpg", "image/jpeg")])
+def test_rgb_png_and_jpeg_files_are_sent_byte_for_byte(tmp_path: Path, name: str, mime: str):
+    noise().save(tmp_path / name)
+    image = load_image(name, role="output", base_dir=tmp_path)
+    encoded = EncodedImage.from_pil(image)
+    assert encoded.data == (tmp_path / name).read_bytes()
+    assert encoded.mime == mime and (encoded.width, encoded.height) == (64, 48)
+
+
+def test_an_edited_copy_is_encoded_afresh(tmp_path: Path):
+    noise().save(tmp_path / "a.png")
+    image = load_image("a.png", role="output", base_dir=tmp_path)
+    edited = image.copy()
+    ImageDraw.Draw(edited).rectangle((0, 0, 9, 9), fill=(255, 0, 0))
+    encoded = EncodedImage.from_pil(edited)
+    assert encoded.data != (tmp_path / "a.png").read_bytes()
+    assert encoded.to_pil().getpixel((5, 5)) == (255, 0, 0)
+
+
+def test_converted_images_are_reencoded_as_rgb(tmp_path: Path):
+    rgba = noise().convert("RGBA")
+    rgba.putpixel((0, 0), (10, 20, 30, 0))  # transparent: composited on white
+    rgba.save(tmp_path / "rgba.png")
+    image = load_image("rgba.png", role="output", base_dir=tmp_path)
+    assert image.mode == "RGB" and image.getpixel((0, 0)) == (255, 255, 255)
+    encoded = EncodedImage.from_pil(image)
+    assert encoded.data != (tmp_path / "rgba.png").read_bytes()
+    assert encoded.to_pil().mode == "RGB"
+
+
+def test_sixteen_bit_images_are_rescaled_not_clipped(tmp_path: Path):
+    gray = Image.new("I;16", (4, 1))
+    for x, value in enumerate((0, 1000, 30000, 60000)):
+        gray.putpixel((x, 0), value)
+    gray.save(tmp_path / "deep.png")
+    image = load_image("deep.png", role="control", base_dir=tmp_path)
+    values = [image.getpixel((x, 0))[0] for x in range(4)]
+    assert values[0] == 0 and values[-1] == 255 and values == sorted(values)
+
+
+def test_exif_rotated_jpeg_is_upright_and_reencoded(tmp_path: Path):
+    image = noise((40, 20))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90 degrees clockwise to display
+    image.save(tmp_path / "r.jpg", exif=exif)
+    loaded = load_image("r.jpg", role="output", base_dir=tmp_path)
+    assert loaded.size == (20, 40)
+    assert EncodedImage.from_pil(loaded).data != (tmp_path / "r.jpg").read_bytes()
+
+
+def test_errors_name_the_role_and_sample(tmp_path: Path):
+    (tmp_path / "zero.png").write_bytes(b"")
+    with pytest.raises(InputError, match=r"sample 's1': source image is an empty"):
+        load_image("zero.png", role="source", sample_id="s1", base_dir=tmp_path)
+    noise((100, 100)).save(tmp_path / "big.png")
+    with pytest.raises(InputError, match="too large"):
+        load_image("big.png", role="output", sample_id="s2", base_dir=tmp_path, max_pixels=5000)
