@@ -101,8 +101,9 @@ def main() -> None:
     )
     print(
         f"cigeval alone (scripted judge): {wall / calls * 1000:.1f} ms per call, "
-        f"{wall / count * 1000:.0f} ms per sample; {per_round} PNG encodings per "
-        f"{len(items)} samples holding {distinct} images (each shown image encoded once)"
+        f"{wall / count * 1000:.0f} ms per sample; {per_round} images prepared per "
+        f"{len(items)} samples holding {distinct} images (each shown image once; RGB PNG/JPEG "
+        "files are sent as they are, only converted images are PNG-encoded)"
     )
     small_folder = Path(tempfile.mkdtemp(prefix="cigeval-overhead-small-"))
     small = samples(small_folder, 7)
