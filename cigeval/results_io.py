@@ -76,6 +76,8 @@ class ResultsWriter:
         self.path = Path(path)
         self.include_trace = include_trace
         self.finished: set[str] = set()
+        #: Status of each record kept from an earlier run, by id.
+        self.previous_statuses: dict[str, str] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume and self.path.exists():
             repair_tail(self.path)
@@ -85,7 +87,8 @@ class ResultsWriter:
                 if len(kept) != len(records):
                     self._rewrite(kept)
                 records = kept
-            self.finished = {str(r["id"]) for r in records}
+            self.previous_statuses = {str(r["id"]): str(r.get("status")) for r in records}
+            self.finished = set(self.previous_statuses)
         elif self.path.exists():
             self.path.unlink()
         self._handle: IO[str] = self.path.open("a", encoding="utf-8")

@@ -199,3 +199,37 @@ def test_ensemble_through_the_cli(env: Path):
     assert record["spread"]["range"] == pytest.approx(0.2)
     assert record["config"]["ensemble"]["combine"] == "median"
     json.dumps(record)
+
+
+def test_price_table_gives_the_cost_of_sent_calls(env: Path, capsys):
+    samples = write_jsonl(env / "samples.jsonl", seven_task_samples(env)[:1])
+    prices = env / "prices.json"
+    # USD per 1M tokens, chosen so each token costs a round amount
+    prices.write_text(json.dumps({"fake-model": {"prompt": 1e6, "completion": 2e6}}))
+    with FakeOpenAIServer(rule_judge(), usage=(11, 7)) as server:
+        status = run(server, samples, env / "r.jsonl", "--price-table", str(prices), "--no-cache")
+        err = capsys.readouterr().err
+        bad = env / "bad.json"
+        bad.write_text('{"fake-model": 3}')
+        assert run(server, samples, env / "r2.jsonl", "--price-table", str(bad)) == 2
+    assert status == 0
+    # text_guided_ig: 1 plan + 1 judge call, each 11 prompt + 7 completion tokens
+    assert "tokens: 22 prompt + 14 completion" in err
+    assert "cost: $50.0000" in err
+    assert "price table must map" in capsys.readouterr().err
+
+
+def test_recorded_errors_keep_exit_1_until_retried(env: Path, capsys):
+    records = seven_task_samples(env)[:2]
+    records[1] = dict(records[1], images={**records[1]["images"], "source": "late.png"})
+    samples = write_jsonl(env / "samples.jsonl", records)
+    out = env / "results.jsonl"
+    with FakeOpenAIServer(rule_judge()) as server:
+        assert run(server, samples, out) == 1
+        (env / "late.png").write_bytes((env / "source.png").read_bytes())  # the fix
+        assert run(server, samples, out) == 1  # nothing new to do, the error is still there
+        assert "recorded as error by an earlier run" in capsys.readouterr().err
+        assert run(server, samples, out, "--retry-errors") == 0
+    final = list(read_records(out))
+    assert sorted(r["id"] for r in final) == ["mie", "t2i"]
+    assert all(r["status"] == "ok" for r in final)
