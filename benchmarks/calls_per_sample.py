@@ -24,7 +24,7 @@ from cigeval.backends.scripted import ScriptedBackend
 from cigeval.config import RunConfig
 from cigeval.runner import Evaluator
 from cigeval.tasks import TASK_IDS, get_task
-from tests.agent_script import rule_judge
+from cigeval.testing import rule_judge
 
 #: Sub-questions per task in the CIGEval paper (judge calls after the one planning call).
 PAPER = {

@@ -1,7 +1,7 @@
 """A standalone OpenAI-compatible chat server for the benchmarks, with latency and faults.
 
 Runs in its own process (so the server's work does not compete with the client for the GIL)
-and answers cigeval's planning and judging prompts with :func:`tests.agent_script.rule_judge`.
+and answers cigeval's planning and judging prompts with :func:`cigeval.testing.rule_judge`.
 ``GET /stats`` returns the request and fault counts.
 
     python benchmarks/fake_server.py --latency 0.25 --fault-rate 0.1   # prints the base URL
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.agent_script import rule_judge  # noqa: E402
+from cigeval.testing import rule_judge  # noqa: E402
 
 FAULTS = ("429", "500", "garbage", "drop")
 

@@ -27,7 +27,7 @@ from cigeval.messages import ModelRequest, ModelResponse, Usage
 from cigeval.results_io import ResultsWriter
 from cigeval.runner import Evaluator
 from cigeval.sample import iter_samples_file
-from tests.agent_script import rule_judge
+from cigeval.testing import rule_judge
 from tests.samples_factory import seven_task_samples
 
 

@@ -31,7 +31,7 @@ import cigeval.images
 from cigeval.backends.scripted import ScriptedBackend
 from cigeval.config import RunConfig
 from cigeval.runner import Evaluator
-from tests.agent_script import rule_judge
+from cigeval.testing import rule_judge
 
 
 def big_images(folder: Path, size: int = 1024) -> None:

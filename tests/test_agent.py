@@ -15,9 +15,9 @@ from cigeval.errors import BackendError
 from cigeval.messages import ModelRequest
 from cigeval.sample import sample_from_dict
 from cigeval.tasks import TASK_IDS, get_task
+from cigeval.testing import request_text, rule_judge
 from cigeval.tools import ToolResult, register_tool, unregister_tool
 from cigeval.trace import Trace
-from tests.agent_script import request_text, rule_judge
 from tests.samples_factory import seven_task_samples
 
 NO_CACHE = RunConfig(use_cache=False)

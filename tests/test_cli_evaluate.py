@@ -10,7 +10,7 @@ import pytest
 from cigeval.cli import main
 from cigeval.results_io import read_records
 from cigeval.tasks import get_task
-from tests.agent_script import request_text, rule_judge
+from cigeval.testing import request_text, rule_judge
 from tests.openai_server import FakeOpenAIServer
 from tests.samples_factory import seven_task_samples, write_jsonl
 

@@ -31,8 +31,8 @@ from cigeval.errors import ParseError
 from cigeval.parsing import extract_json, parse_judgement, parse_score
 from cigeval.results_io import read_records
 from cigeval.tasks import get_task
+from cigeval.testing import rule_judge
 from cigeval.tools.registry import registered_tools
-from tests.agent_script import rule_judge
 from tests.openai_server import FakeOpenAIServer
 from tests.samples_factory import make_image, seven_task_samples, write_jsonl
 

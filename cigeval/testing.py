@@ -1,6 +1,17 @@
-"""A rule-based judge for tests: answers cigeval's planning, judging and scene-graph prompts.
+"""Offline test doubles: a rule-based judge that answers cigeval's own prompts.
 
-It reads the prompt it receives, so it works whatever order concurrent calls arrive in.
+``rule_judge`` returns a reply function for :class:`cigeval.ScriptedBackend` (or for a fake
+OpenAI-compatible server): it recognises the tool-selection, scoring and scene-graph prompts
+and answers each with valid JSON, so a pipeline can be tested end to end without a model.
+It reads the prompt it receives, so it works whatever order concurrent calls arrive in::
+
+    from cigeval import Evaluator, ScriptedBackend
+    from cigeval.testing import rule_judge
+
+    judge = ScriptedBackend(rule_judge(scores={"edit_success": 3}, default_score=8))
+    score = Evaluator(judge).evaluate(sample)      # 0.3: min(3, 8) / 10
+
+Its scores are whatever you script: never use it to report results.
 """
 
 from __future__ import annotations
