@@ -1,4 +1,4 @@
-"""Command line: ``cigeval evaluate``, ``cigeval meta``, ``cigeval tasks``, ``cigeval rubrics``."""
+"""Command line: ``cigeval evaluate``, ``validate``, ``meta``, ``tasks`` and ``rubrics``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 from cigeval.cli_common import EXIT_OK, EXIT_USAGE, UsageError
 from cigeval.cli_evaluate import add_evaluate_subparser, run_evaluate
+from cigeval.cli_validate import add_validate_subparser, run_validate
+from cigeval.meta.cli import add_meta_subparser, run_meta
 
 
 def run_tasks(args: argparse.Namespace) -> int:
@@ -40,14 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cigeval", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_evaluate_subparser(subparsers)
+    add_validate_subparser(subparsers)
     subparsers.add_parser("tasks", help="list the tasks and their sub-questions")
     subparsers.add_parser("rubrics", help="list the rubrics")
-    try:
-        from cigeval.meta.cli import add_meta_subparser
-    except ImportError:  # pragma: no cover - meta is part of the package
-        pass
-    else:
-        add_meta_subparser(subparsers)
+    add_meta_subparser(subparsers)
     return parser
 
 
@@ -55,12 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cigeval`` command; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"evaluate": run_evaluate, "tasks": run_tasks, "rubrics": run_rubrics}
+    handlers = {
+        "evaluate": run_evaluate,
+        "validate": run_validate,
+        "tasks": run_tasks,
+        "rubrics": run_rubrics,
+        "meta": run_meta,
+    }
     try:
-        if args.command == "meta":
-            from cigeval.meta.cli import run_meta
-
-            return run_meta(args)
         return handlers[args.command](args)
     except UsageError as exc:
         print(f"cigeval: error: {exc}", file=sys.stderr)

@@ -1,0 +1,78 @@
+"""The ``cigeval validate`` command: check a samples file without calling any model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from cigeval.cli_common import EXIT_OK, EXIT_SAMPLE_ERRORS, UsageError
+from cigeval.errors import CigevalError
+
+
+def add_validate_subparser(subparsers: Any) -> None:
+    """Register ``validate`` on the ``cigeval`` parser."""
+    p = subparsers.add_parser(
+        "validate",
+        help="check every sample (fields, task, images) without calling a model",
+        description="Read SAMPLES.jsonl as `evaluate` would, check each sample's task, fields "
+        "and images for the chosen rubric, and report every problem. Exit status 0 when all "
+        "samples are valid, 1 when some are not, 2 for usage errors.",
+    )
+    p.add_argument("samples", type=Path, help="samples JSONL (image paths relative to it)")
+    p.add_argument("--rubric", default="cigeval", help="rubric whose needs are checked")
+    p.add_argument("--json", action="store_true", help="one JSON object per invalid sample")
+
+
+def check_line(line: Any, rubric: Any) -> str | None:
+    """The problem with one SampleLine, or None when it can be evaluated."""
+    from cigeval.runtime import load_sample_images
+
+    if line.sample is None:
+        return str(line.error)
+    try:
+        rubric.validate(line.sample)
+        load_sample_images(line.sample)
+    except CigevalError as exc:
+        return str(exc)
+    return None
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """The ``validate`` command."""
+    from cigeval.rubrics import get_rubric
+    from cigeval.sample import iter_samples_file
+
+    if not args.samples.is_file():
+        raise UsageError(f"samples file not found: {args.samples}")
+    try:
+        rubric = get_rubric(args.rubric)
+    except CigevalError as exc:
+        raise UsageError(str(exc)) from None
+    counts: Counter[str] = Counter()
+    tasks: Counter[str] = Counter()
+    seen: set[str] = set()
+    for line in iter_samples_file(args.samples):
+        problem = check_line(line, rubric)
+        if problem is None and line.sample_id in seen:
+            problem = f"sample {line.sample_id!r}: id repeated on line {line.line_number}"
+        seen.add(line.sample_id)
+        if problem is None:
+            counts["valid"] += 1
+            tasks[line.sample.task if line.sample else "?"] += 1
+            continue
+        counts["invalid"] += 1
+        if args.json:
+            print(json.dumps({"line": line.line_number, "id": line.sample_id, "error": problem}))
+        else:
+            print(f"line {line.line_number}: {problem}")
+    per_task = ", ".join(f"{task} {n}" for task, n in sorted(tasks.items()))
+    print(
+        f"{counts['valid']} valid, {counts['invalid']} invalid sample(s)"
+        + (f" ({per_task})" if per_task else ""),
+        file=sys.stderr,
+    )
+    return EXIT_OK if counts["invalid"] == 0 else EXIT_SAMPLE_ERRORS
