@@ -11,6 +11,7 @@ from cigeval.cli import main
 from cigeval.results_io import read_records
 from cigeval.tasks import get_task
 from cigeval.testing import request_text, rule_judge
+from tests.cli_support import evaluate_cli
 from tests.openai_server import FakeOpenAIServer
 from tests.samples_factory import seven_task_samples, write_jsonl
 
@@ -25,20 +26,7 @@ def env(monkeypatch, tmp_path):
 
 
 def run(server: FakeOpenAIServer, samples: Path, out: Path, *extra: str) -> int:
-    return main(
-        [
-            "evaluate",
-            str(samples),
-            "--model",
-            "openai:judge-model",
-            "--base-url",
-            server.base_url,
-            "--out",
-            str(out),
-            "--quiet",
-            *extra,
-        ]
-    )
+    return evaluate_cli(server, samples, out, *extra)
 
 
 def test_seven_tasks_through_the_cli(env: Path, capsys):

@@ -26,13 +26,13 @@ from PIL import Image
 
 from cigeval.agent.judging import parse_judge_reply
 from cigeval.agent.plan import parse_plan
-from cigeval.cli import main
 from cigeval.errors import ParseError
 from cigeval.parsing import extract_json, parse_judgement, parse_score
 from cigeval.results_io import read_records
 from cigeval.tasks import get_task
 from cigeval.testing import rule_judge
 from cigeval.tools.registry import registered_tools
+from tests.cli_support import evaluate_cli
 from tests.openai_server import FakeOpenAIServer
 from tests.samples_factory import make_image, seven_task_samples, write_jsonl
 
@@ -66,20 +66,7 @@ def distinct_samples(folder: Path, count: int) -> list[dict[str, Any]]:
 
 
 def cli(server: FakeOpenAIServer, samples: Path, out: Path, *extra: str) -> int:
-    return main(
-        [
-            "evaluate",
-            str(samples),
-            "--model",
-            "openai:judge-model",
-            "--base-url",
-            server.base_url,
-            "--out",
-            str(out),
-            "--quiet",
-            *extra,
-        ]
-    )
+    return evaluate_cli(server, samples, out, *extra)
 
 
 def one_record_per_id(out: Path, ids: list[str]) -> dict[str, dict[str, Any]]:

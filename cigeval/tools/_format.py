@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cigeval.tools.base import Box
+from cigeval.tools.highlight import DIM_FACTOR
 
 
 def fmt_box(box: Box) -> str:
@@ -51,3 +52,10 @@ def percent(fraction: float) -> str:
     if 0 < value < 0.1:
         return "<0.1%"
     return f"{value:.1f}%"
+
+
+def highlight_note(highlighted: bool, what: str) -> str:
+    """The closing line of an observation: what is highlighted, or that nothing is."""
+    if not highlighted:
+        return "Nothing is highlighted."
+    return f"The {what} are highlighted; everything else is dimmed to 1/{DIM_FACTOR}."

@@ -19,11 +19,11 @@ from PIL import Image
 from cigeval.config import GroundingConfig
 from cigeval.errors import MissingDependency, ToolError
 from cigeval.images import to_rgb
-from cigeval.tools._format import box_from_record, box_record, fmt_box
+from cigeval.tools._format import box_from_record, box_record, fmt_box, highlight_note
 from cigeval.tools._memo import run_once
 from cigeval.tools.base import Box, ToolContext, ToolResult
 from cigeval.tools.boxes import clip_box
-from cigeval.tools.highlight import DIM_FACTOR, highlight
+from cigeval.tools.highlight import highlight
 
 
 def normalize_query(query: str) -> str:
@@ -280,10 +280,5 @@ def _describe(query: str, found: dict[str, list[Box]]) -> str:
             for b in boxes
         )
         lines.append(f"- {role} image: {len(boxes)} found, as [x0, y0, x1, y1] pixels: {listed}.")
-    if any(found.values()):
-        lines.append(
-            f"The found regions are highlighted; everything else is dimmed to 1/{DIM_FACTOR}."
-        )
-    else:
-        lines.append("Nothing is highlighted.")
+    lines.append(highlight_note(any(found.values()), "found regions"))
     return "\n".join(lines)

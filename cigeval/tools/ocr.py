@@ -21,10 +21,10 @@ from PIL import Image
 
 from cigeval.errors import MissingDependency, ToolError
 from cigeval.images import to_rgb
-from cigeval.tools._format import box_record, fmt_box
+from cigeval.tools._format import box_record, fmt_box, highlight_note
 from cigeval.tools.base import Box, ToolContext, ToolResult
 from cigeval.tools.boxes import clip_box
-from cigeval.tools.highlight import DIM_FACTOR, highlight
+from cigeval.tools.highlight import highlight
 
 _ENGINE: Any = None
 _ENGINE_LOCK = threading.Lock()
@@ -132,10 +132,5 @@ def _describe(found: dict[str, list[TextLine]]) -> str:
             continue
         listed = "; ".join(f"{t.text!r} ({t.confidence:.2f}) at {fmt_box(t.box)}" for t in read)
         lines.append(f"- {role} image: {listed}.")
-    if any(found.values()):
-        lines.append(
-            f"The text regions are highlighted; everything else is dimmed to 1/{DIM_FACTOR}."
-        )
-    else:
-        lines.append("Nothing is highlighted.")
+    lines.append(highlight_note(any(found.values()), "text regions"))
     return "\n".join(lines)

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from cigeval.backends.scripted import ScriptedBackend
-from cigeval.cli import main
 from cigeval.meta.scores import load_cigeval_results
 from cigeval.results_io import read_records
 from cigeval.rubrics.viescore import ViescoreRubric
+from tests.cli_support import evaluate_cli
 from tests.openai_server import FakeOpenAIServer
 
 from .support import COLOURS, all_text, image, make_run, make_sample, output_image, reply
@@ -46,21 +46,7 @@ def last_text(body: dict[str, Any]) -> str:
 
 
 def evaluate(server: FakeOpenAIServer, samples: Path, out: Path, *extra: str) -> int:
-    return main(
-        [
-            "evaluate",
-            str(samples),
-            "--model",
-            "openai:judge",
-            "--base-url",
-            server.base_url,
-            "--out",
-            str(out),
-            "--quiet",
-            "--no-cache",
-            *extra,
-        ]
-    )
+    return evaluate_cli(server, samples, out, "--no-cache", *extra, model="openai:judge")
 
 
 def test_viescore_through_the_cli(env):
