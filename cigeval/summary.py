@@ -46,6 +46,7 @@ class RunSummary:
     previous_errors: int = 0
     cost_usd: float = 0.0
     judges: set[str] = field(default_factory=set)
+    judgments_per_sample: int = 1
 
     def add(self, score: Score) -> None:
         """Count one finished sample."""
@@ -64,6 +65,8 @@ class RunSummary:
         self.completion_tokens += completion
         if score.judge:
             self.judges.add(score.judge)
+        judgments = len(score.details.get("judgments") or ())
+        self.judgments_per_sample = max(self.judgments_per_sample, judgments)
         if self.prices:
             for event in score.trace.model_calls():
                 if event.cached:
@@ -92,6 +95,7 @@ class RunSummary:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost_usd": round(self.cost_usd, 4) if self.prices else None,
+            "judgments_per_sample": self.judgments_per_sample,
             "wall_s": round(wall_s, 2),
         }
 
@@ -111,6 +115,11 @@ class RunSummary:
             f"model calls: {self.calls} ({self.cached_calls} from cache, {fresh} sent); "
             f"tokens: {self.prompt_tokens} prompt + {self.completion_tokens} completion"
         )
+        if self.judgments_per_sample > 1:
+            lines.append(
+                f"ensemble: {self.judgments_per_sample} judgments per sample "
+                "(the calls, tokens and cost above include every judgment)"
+            )
         if self.prices:
             lines.append(f"cost: ${self.cost_usd:.4f}")
         rate = done / wall_s if wall_s > 0 else 0.0

@@ -158,7 +158,7 @@ def test_usage_errors_exit_2(env: Path, capsys):
     assert exc.value.code == 2
 
 
-def test_ensemble_through_the_cli(env: Path):
+def test_ensemble_through_the_cli(env: Path, capsys):
     samples = write_jsonl(env / "samples.jsonl", seven_task_samples(env)[:1])
     out = env / "results.jsonl"
     with (
@@ -187,6 +187,7 @@ def test_ensemble_through_the_cli(env: Path):
     assert record["spread"]["range"] == pytest.approx(0.2)
     assert record["config"]["ensemble"]["combine"] == "median"
     json.dumps(record)
+    assert "ensemble: 2 judgments per sample" in capsys.readouterr().err
 
 
 def test_price_table_gives_the_cost_of_sent_calls(env: Path, capsys):
