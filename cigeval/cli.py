@@ -19,9 +19,11 @@ def run_tasks(args: argparse.Namespace) -> int:
     for task_id in TASK_IDS:
         spec = get_task(task_id)
         print(f"{task_id}: {spec.title}")
+        optional = [*spec.optional_text_fields, *(f"images.{r}" for r in spec.optional_image_roles)]
         print(
-            f"  text fields: {', '.join(spec.text_fields)}; images: output + "
-            f"{', '.join(r for r in spec.image_roles if r != 'output') or '-'}"
+            f"  needs: {', '.join(spec.text_fields)}; "
+            + ", ".join(f"images.{r}" for r in spec.image_roles)
+            + (f"; optional: {', '.join(optional)}" if optional else "")
         )
         for q in spec.sub_questions:
             print(f"  - {q.id}: {q.question} [shows {', '.join(q.image_roles)}]")

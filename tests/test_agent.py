@@ -299,3 +299,23 @@ def test_prompt_variants_replace_templates_and_form_an_ensemble(seven, tmp_path)
     assert sum("STRICT VARIANT" in t for t in texts) == 1
     assert len(score.details["judgments"]) == 2
     assert score.details["judgments"][0]["judge"].endswith(f"[{variant}]")
+
+
+def test_optional_inputs_may_be_left_out_but_must_be_right_when_given(tmp_path: Path):
+    records = {r["task"]: r for r in seven_task_samples(tmp_path)}
+    side_by_side = dict(records["multi_concept_ic"], id="sbs")
+    side_by_side.pop("concepts")
+    side_by_side["images"] = {"subject": "subject.png", "output": "output.png"}
+    no_mask = dict(records["mask_guided_ie"], id="nomask")
+    no_mask["images"] = {k: v for k, v in no_mask["images"].items() if k != "mask"}
+    three = dict(records["multi_concept_ic"], id="three", concepts=["a", "b", "c"])
+    ev, _ = make_evaluator(rule_judge(), tools=())
+    results = {
+        r.id: r
+        for r in ev.evaluate_many(
+            [sample_from_dict(r, base_dir=tmp_path) for r in (side_by_side, no_mask, three)]
+        )
+    }
+    assert results["sbs"].ok and len(results["sbs"].sub_scores) == 3
+    assert results["nomask"].ok
+    assert results["three"].status == "error" and "exactly two" in results["three"].error

@@ -78,7 +78,8 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
         id="mask_guided_ie",
         title="Mask-guided image editing",
         text_fields=("instruction",),
-        image_roles=("source", "mask", "output"),
+        image_roles=("source", "output"),
+        optional_image_roles=("mask",),
         sub_questions=_edit_pair(),
     ),
     TaskSpec(
@@ -91,7 +92,8 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         id="subject_driven_ig",
         title="Subject-driven image generation",
-        text_fields=("subject", "prompt"),
+        text_fields=("prompt",),
+        optional_text_fields=("subject",),
         image_roles=("subject", "output"),
         sub_questions=(
             _subject_similarity(
@@ -120,7 +122,8 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
     TaskSpec(
         id="multi_concept_ic",
         title="Multi-concept image composition",
-        text_fields=("concepts", "prompt"),
+        text_fields=("prompt",),
+        optional_text_fields=("concepts",),
         image_roles=("subjects", "output"),
         sub_questions=(
             _subject_similarity(

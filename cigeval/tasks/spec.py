@@ -51,17 +51,24 @@ class TaskSpec:
     image_roles: tuple[str, ...]
     sub_questions: tuple[SubQuestion, ...]
     processed_condition: bool = False  # control images: tools do not help on them
+    #: Used when given, not required (e.g. the subject's name, the mask).
+    optional_text_fields: tuple[str, ...] = ()
+    optional_image_roles: tuple[str, ...] = ()
 
     def validate_sample(self, sample: Sample) -> None:
         """Raise :class:`InputError` naming every missing field or image of ``sample``."""
         problems: list[str] = []
         for name in self.text_fields:
-            value = getattr(sample, name)
-            if name == "concepts":
-                if not value or len(value) != 2 or not all(isinstance(v, str) and v for v in value):
-                    problems.append("'concepts' must list exactly two concept names")
-            elif not value:
+            if not getattr(sample, name):
                 problems.append(f"missing text field {name!r}")
+        concepts = sample.concepts
+        wants_concepts = "concepts" in (*self.text_fields, *self.optional_text_fields)
+        if (
+            wants_concepts
+            and concepts is not None
+            and (len(concepts) != 2 or not all(isinstance(v, str) and v for v in concepts))
+        ):
+            problems.append("'concepts' must list exactly two concept names")
         provided = sample.images.provided()
         for role in self.image_roles:
             if role == "subjects":
