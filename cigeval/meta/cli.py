@@ -17,6 +17,7 @@ from cigeval.meta.aggregate import AGGREGATES
 from cigeval.meta.combine import COMBINE_RULES, DEFAULT_GRID_STEP, combine_scores
 from cigeval.meta.evaluate import human_baseline, meta_evaluate
 from cigeval.meta.human import DIMENSIONS
+from cigeval.meta.imagenhub_samples import write_imagenhub_samples
 from cigeval.meta.result import MetaResult
 from cigeval.meta.scores import load_scores, read_results
 from cigeval.meta.split import SUBSETS, load_split, make_split, save_split
@@ -118,6 +119,43 @@ def _add_split(commands: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
+def _add_samples(commands: Any) -> None:
+    p = commands.add_parser(
+        "imagenhub-samples",
+        help="write cigeval samples for the human-rated ImagenHub images",
+        description="Write one cigeval sample per human-rated ImagenHub image (4,801 by default) "
+        "from the shipped conditions and a local copy of the ImagenHub image folder, ready for "
+        "`cigeval evaluate` and then `cigeval meta imagenhub --scores RESULTS.jsonl`.",
+    )
+    p.add_argument(
+        "--museum",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="ImagenHub image folder: <task>/input, <task>/token, <task>/<MODEL>",
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="FILE")
+    p.add_argument(
+        "--task",
+        action="append",
+        dest="tasks",
+        metavar="TASK_ID",
+        help="only this task (repeatable)",
+    )
+    p.add_argument("--split", type=Path, metavar="FILE")
+    p.add_argument("--subset", choices=SUBSETS)
+    p.add_argument(
+        "--all-models",
+        action="store_true",
+        help="include the generators the published tables leave out",
+    )
+    p.add_argument(
+        "--keep-missing",
+        action="store_true",
+        help="write samples whose images are missing (they end as error records)",
+    )
+
+
 def _add_export(commands: Any) -> None:
     p = commands.add_parser(
         "export-trajectories",
@@ -158,6 +196,7 @@ def configure_meta_parser(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="meta_command", metavar="COMMAND", required=True)
     _add_imagenhub(commands)
     _add_split(commands)
+    _add_samples(commands)
     _add_export(commands)
     parser.set_defaults(func=run_meta)
 
@@ -228,6 +267,33 @@ def _run_split(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_samples(args: argparse.Namespace) -> int:
+    if not args.museum.is_dir():
+        raise InputError(f"--museum is not a folder: {args.museum}")
+    report = write_imagenhub_samples(
+        args.museum,
+        args.out,
+        keep_missing=args.keep_missing,
+        tasks=args.tasks,
+        all_models=args.all_models,
+        samples=_samples(args),
+    )
+    if report.written == 0 and report.missing_images:
+        raise InputError(
+            f"no sample has all its images under {args.museum} "
+            f"(e.g. {report.first_missing[0]} is missing): is it the ImagenHub image folder?"
+        )
+    print(f"wrote {report.written} samples to {args.out}")
+    if report.missing_images:
+        counts = ", ".join(f"{t} {n}" for t, n in sorted(report.missing_images.items()))
+        print(
+            f"left out {sum(report.missing_images.values())} samples with a missing image "
+            f"({counts}); e.g. {report.first_missing[0]}",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def _run_export(args: argparse.Namespace) -> int:
     samples = _samples(args)
     report = export_trajectories(
@@ -253,6 +319,7 @@ def run_meta(args: argparse.Namespace) -> int:
     handlers = {
         "imagenhub": _run_imagenhub,
         "split": _run_split,
+        "imagenhub-samples": _run_samples,
         "export-trajectories": _run_export,
     }
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +32,16 @@ _VIESCORE_COLUMNS = ("task", "model", "uid", "sc_score", "pq_score")
 def task_id(name: str) -> str:
     """A cigeval task id for either a task id or an ImagenHub folder name (others unchanged)."""
     return TASK_ID_BY_IMAGENHUB_NAME.get(name, name)
+
+
+def record_uid(record: Mapping[str, Any]) -> str:
+    """The benchmark sample a result record is about: ``metadata.uid`` when present (samples
+    made by :func:`cigeval.meta.imagenhub_samples` have ids unique per generator), else ``id``.
+    """
+    metadata = record.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("uid") is not None:
+        return str(metadata["uid"])
+    return str(record["id"])
 
 
 def viescore_cell(cell: str) -> float:
@@ -137,7 +148,7 @@ def records_to_frame(
             sc = pq = overall = math.nan
         rows["task"].append(task_id(str(record["task"])))
         rows["model"].append(str(record["model"]))
-        rows["uid"].append(str(record["id"]))
+        rows["uid"].append(record_uid(record))
         rows["SC"].append(sc)
         rows["PQ"].append(pq)
         rows["O"].append(overall)

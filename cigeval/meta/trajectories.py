@@ -24,7 +24,7 @@ from typing import IO, Any, Literal
 import pandas as pd
 
 from cigeval.errors import InputError
-from cigeval.meta.scores import task_id
+from cigeval.meta.scores import record_uid, task_id
 
 Granularity = Literal["call", "sample"]
 IMAGE_PLACEHOLDER = "<image>"
@@ -167,7 +167,7 @@ def export_trajectories(
     lines: list[str] = []
     for record in records:
         report.records += 1
-        task, uid = task_id(str(record.get("task"))), str(record.get("id"))
+        task, uid = task_id(str(record.get("task"))), record_uid(record)
         if record.get("status") != "ok":
             report.skipped["status not ok"] += 1
             continue
