@@ -26,6 +26,7 @@ from cigeval.errors import (
     ParseError,
     ToolError,
 )
+from cigeval.frames import to_frame
 from cigeval.results_io import ResultsWriter, read_records
 from cigeval.rubrics import Rubric, get_rubric, register_rubric, rubric_names
 from cigeval.runner import (
@@ -89,4 +90,5 @@ __all__ = [
     "resolve_backend",
     "rubric_names",
     "spread",
+    "to_frame",
 ]

@@ -319,3 +319,23 @@ def test_optional_inputs_may_be_left_out_but_must_be_right_when_given(tmp_path: 
     assert results["sbs"].ok and len(results["sbs"].sub_scores) == 3
     assert results["nomask"].ok
     assert results["three"].status == "error" and "exactly two" in results["three"].error
+
+
+def test_scores_and_records_to_a_dataframe(tmp_path: Path):
+    from cigeval import read_records, to_frame
+    from cigeval.results_io import ResultsWriter
+
+    items = [sample_from_dict(r, base_dir=tmp_path) for r in seven_task_samples(tmp_path)]
+    ev, _ = make_evaluator(rule_judge(scores={"edit_success": 2}), tools=())
+    scores = ev.evaluate_many(items)
+    frame = to_frame(scores)
+    assert list(frame["id"]) == [s.id for s in scores]
+    row = frame.set_index("id").loc["tie"]
+    assert row["score"] == pytest.approx(0.2) and row["sub.edit_success"] == 2
+    assert row["sub.over_editing"] == 7 and row["calls"] == 2  # no tools: no planning call
+    with ResultsWriter(tmp_path / "r.jsonl") as writer:
+        for score in scores:
+            writer.write(score)
+    again = to_frame(read_records(tmp_path / "r.jsonl"))
+    assert again.set_index("id").loc["t2i", "model"] == "SD"
+    assert again["score"].tolist() == frame["score"].tolist()
