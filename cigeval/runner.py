@@ -18,6 +18,7 @@ from cigeval.rubrics import get_rubric
 from cigeval.runtime import SampleRun, load_sample_images
 from cigeval.sample import Sample, SampleLine, sample_from_dict
 from cigeval.score import Score
+from cigeval.tools import resolve_tools
 from cigeval.trace import ErrorEvent, Trace
 
 T = TypeVar("T")
@@ -89,6 +90,7 @@ class Evaluator:
         self.run_config = run_config or RunConfig()
         self.ensemble = ensemble or EnsembleConfig()
         self.rubric = get_rubric(self.config.rubric)
+        resolve_tools(self.config.tools)  # unknown tool names fail here, not once per sample
         models = list(model) if isinstance(model, list | tuple) else [model]
         if not models:
             raise ConfigError("at least one model is needed")

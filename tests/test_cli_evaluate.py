@@ -222,3 +222,20 @@ def test_recorded_errors_keep_exit_1_until_retried(env: Path, capsys):
     final = list(read_records(out))
     assert sorted(r["id"] for r in final) == ["mie", "t2i"]
     assert all(r["status"] == "ok" for r in final)
+
+
+def test_tools_flag_enables_ocr_and_rejects_unknown_tools(env: Path, capsys):
+    from cigeval.tools import registered_tools, unregister_tool
+
+    samples = write_jsonl(env / "samples.jsonl", seven_task_samples(env)[:1])
+    with FakeOpenAIServer(rule_judge()) as server:
+        assert run(server, samples, env / "a.jsonl", "--tools", "Magic Wand") == 2
+        assert "unknown tool 'Magic Wand'" in capsys.readouterr().err
+        try:
+            assert run(server, samples, env / "b.jsonl", "--tools", "Grounding,OCR") == 0
+            assert "OCR" in {t.name for t in registered_tools()}
+            plan = next(r for r in server.requests if "### Questions" in request_text(r.body))
+            assert "- OCR:" in request_text(plan.body)
+            assert "- Difference:" not in request_text(plan.body)
+        finally:
+            unregister_tool("OCR")

@@ -8,8 +8,8 @@ from cigeval.runtime import SampleRun
 from cigeval.sample import Sample
 from cigeval.score import Score
 from cigeval.tasks.spec import get_task
+from cigeval.tools import resolve_tools
 from cigeval.tools.base import Tool
-from cigeval.tools.registry import get_tool, registered_tools
 
 
 class CigevalRubric:
@@ -30,9 +30,7 @@ class CigevalRubric:
 
     def offered_tools(self, run: SampleRun) -> list[Tool]:
         """The tools offered to the planner: config.tools, or all registered tools."""
-        if run.config.tools is None:
-            return registered_tools()
-        return [get_tool(name) for name in run.config.tools]
+        return resolve_tools(run.config.tools)
 
     async def evaluate(self, run: SampleRun) -> Score:
         """Plan, act, judge each sub-question; aggregate."""
