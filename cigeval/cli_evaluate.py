@@ -9,10 +9,11 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from cigeval.cli_common import EXIT_OK, EXIT_SAMPLE_ERRORS, UsageError
-from cigeval.config import DifferenceConfig, EvalConfig, GroundingConfig, RunConfig
+from cigeval.combine import COMBINE_RULES
+from cigeval.config import Aggregate, DifferenceConfig, EvalConfig, GroundingConfig, RunConfig
 from cigeval.errors import CigevalError
 from cigeval.sample import SampleLine, iter_samples_file
 
@@ -51,7 +52,7 @@ def add_evaluate_subparser(subparsers: Any) -> None:
     g.add_argument("--max-tokens", type=int, default=1024)
     g.add_argument("--max-rounds", type=int, default=1, help="tool rounds per sub-question")
     g.add_argument("--max-parse-retries", type=int, default=2)
-    g.add_argument("--aggregate", default="min", choices=["min", "mean", "median", "max"])
+    g.add_argument("--aggregate", default="min", choices=get_args(Aggregate))
     g.add_argument("--tools", help="comma-separated tool names offered to the agent ('' = none)")
     g.add_argument("--grounding-checkpoint", default=GroundingConfig().checkpoint)
     g.add_argument("--box-threshold", type=float, default=GroundingConfig().box_threshold)
@@ -69,7 +70,7 @@ def add_evaluate_subparser(subparsers: Any) -> None:
     e.add_argument(
         "--combine",
         default="mean",
-        choices=["mean", "median", "trimmed_mean", "min", "max", "majority"],
+        choices=COMBINE_RULES,
     )
     e.add_argument("--combine-level", default="sub_question", choices=["sub_question", "final"])
     e.add_argument(

@@ -86,8 +86,7 @@ def _add_imagenhub(commands: Any) -> None:
         dest="nan_policy",
         help="undefined correlations make the average undefined, or are left out",
     )
-    p.add_argument("--split", type=Path, metavar="FILE", help="split file (cigeval meta split)")
-    p.add_argument("--subset", choices=SUBSETS, help="side of --split to evaluate on")
+    _add_split_options(p)
     p.add_argument(
         "--all-models",
         action="store_true",
@@ -105,6 +104,12 @@ def _add_imagenhub(commands: Any) -> None:
     p.add_argument("--label", help="name of the evaluator in the table")
     p.add_argument("--per-model", action="store_true", help="also print per-generator values")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
+
+
+def _add_split_options(p: argparse.ArgumentParser) -> None:
+    """``--split FILE --subset train|test``, read back by :func:`_samples`."""
+    p.add_argument("--split", type=Path, metavar="FILE", help="split file (cigeval meta split)")
+    p.add_argument("--subset", choices=SUBSETS, help="side of --split to keep")
 
 
 def _add_split(commands: Any) -> None:
@@ -142,8 +147,7 @@ def _add_samples(commands: Any) -> None:
         metavar="TASK_ID",
         help="only this task (repeatable)",
     )
-    p.add_argument("--split", type=Path, metavar="FILE")
-    p.add_argument("--subset", choices=SUBSETS)
+    _add_split_options(p)
     p.add_argument(
         "--all-models",
         action="store_true",
@@ -177,8 +181,7 @@ def _add_export(commands: Any) -> None:
         default="call",
         help="one conversation per model call or per sample",
     )
-    p.add_argument("--split", type=Path, metavar="FILE")
-    p.add_argument("--subset", choices=SUBSETS)
+    _add_split_options(p)
     p.add_argument(
         "--image-template",
         default="sha256:{sha256}",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol, get_args, runtime_checkable
 
+from cigeval.combine import combine
+from cigeval.config import Aggregate
 from cigeval.errors import ConfigError
 from cigeval.runtime import SampleRun
 from cigeval.sample import Sample
@@ -32,6 +34,8 @@ class Rubric(Protocol):
 
 
 _RUBRICS: dict[str, Rubric] = {}
+#: The rules a task's sub-scores can be aggregated with.
+AGGREGATES: tuple[str, ...] = get_args(Aggregate)
 
 
 def register_rubric(rubric: Rubric, *, replace: bool = False) -> Rubric:
@@ -65,14 +69,6 @@ def aggregate_scores(values: list[float], how: str) -> float:
     """Combine sub-scores: min (the paper), mean, median or max."""
     if not values:
         raise ValueError("no sub-scores to aggregate")
-    ordered = sorted(values)
-    if how == "min":
-        return ordered[0]
-    if how == "max":
-        return ordered[-1]
-    if how == "mean":
-        return sum(values) / len(values)
-    if how == "median":
-        middle = len(ordered) // 2
-        return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    raise ConfigError(f"unknown aggregate {how!r}; use min, mean, median or max")
+    if how not in AGGREGATES:
+        raise ConfigError(f"unknown aggregate {how!r}; use min, mean, median or max")
+    return combine(values, how)
