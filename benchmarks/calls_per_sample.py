@@ -22,7 +22,7 @@ from common import samples
 from cigeval.backends.cache import cache_key
 from cigeval.backends.scripted import ScriptedBackend
 from cigeval.config import RunConfig
-from cigeval.runner import Evaluator
+from cigeval.evaluation import Evaluator
 from cigeval.tasks import TASK_IDS, get_task
 from cigeval.testing import rule_judge
 

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import peak_rss_mib
 
 from cigeval.config import RunConfig
+from cigeval.evaluation import Evaluator
 from cigeval.messages import ModelRequest, ModelResponse, Usage
-from cigeval.results_io import ResultsWriter
-from cigeval.runner import Evaluator
+from cigeval.results import ResultsWriter
 from cigeval.sample import iter_samples_file
 from cigeval.testing import rule_judge
 from tests.samples_factory import seven_task_samples

@@ -30,7 +30,7 @@ from fake_server import ServerProcess
 import cigeval.images
 from cigeval.backends.scripted import ScriptedBackend
 from cigeval.config import RunConfig
-from cigeval.runner import Evaluator
+from cigeval.evaluation import Evaluator
 from cigeval.testing import rule_judge
 
 
@@ -86,7 +86,7 @@ def main() -> None:
     encode_ms = (time.perf_counter() - started) * 1000
     encodes[0] = 0
 
-    from cigeval.runtime import load_sample_images
+    from cigeval.sample import load_sample_images
 
     distinct = sum(len({id(i) for i in load_sample_images(s).values()}) for s in items)
     scripted = Evaluator(ScriptedBackend(rule_judge()), run_config=RunConfig(use_cache=False))

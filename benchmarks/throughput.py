@@ -28,8 +28,8 @@ from common import samples
 from fake_server import ServerProcess
 
 from cigeval.config import RunConfig
-from cigeval.results_io import ResultsWriter
-from cigeval.runner import Evaluator
+from cigeval.evaluation import Evaluator
+from cigeval.results import ResultsWriter
 
 
 async def run_once(evaluator: Evaluator, items: list, concurrency: int, out: Path) -> dict:

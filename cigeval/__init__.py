@@ -10,59 +10,92 @@ Quick start::
     )
     score.value, score.sub_scores
 
-Heavy dependencies (torch, transformers, OCR) load only when a tool or backend needs them.
+The names below are the public API; each loads on first use, so ``import cigeval`` stays
+light (no langgraph, pandas, scipy, OpenCV, torch or transformers until something needs them).
+Sub-packages hold the rest: :mod:`cigeval.tasks`, :mod:`cigeval.tools`,
+:mod:`cigeval.rubrics`, :mod:`cigeval.backends`, :mod:`cigeval.results`, :mod:`cigeval.meta`.
 """
 
-from cigeval.backends import Backend, ScriptedBackend, resolve_backend
-from cigeval.combine import combine, spread
-from cigeval.config import DifferenceConfig, EvalConfig, GroundingConfig, RunConfig
-from cigeval.ensemble import EnsembleConfig
-from cigeval.errors import (
-    BackendError,
-    CigevalError,
-    ConfigError,
-    InputError,
-    MissingDependency,
-    ParseError,
-    ToolError,
-)
-from cigeval.frames import to_frame
-from cigeval.results_io import ResultsWriter, read_records
-from cigeval.rubrics import Rubric, get_rubric, register_rubric, rubric_names
-from cigeval.runner import (
-    Evaluator,
-    evaluate,
-    evaluate_async,
-    evaluate_many,
-    evaluate_many_async,
-)
-from cigeval.sample import Sample, SampleImages, iter_samples_file
-from cigeval.score import Score, SubScore
-from cigeval.tasks import TASK_IDS, SubQuestion, TaskSpec, get_task, register_task
-from cigeval.tools import Tool, ToolContext, ToolResult, get_tool, register_tool
-from cigeval.trace import Trace
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from cigeval._version import __version__
+
+if TYPE_CHECKING:
+    from cigeval.backends import Backend, ScriptedBackend, register_backend
+    from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+    from cigeval.errors import CigevalError, ConfigError, InputError, ParseError
+    from cigeval.evaluation import (
+        Evaluator,
+        evaluate,
+        evaluate_async,
+        evaluate_many,
+        evaluate_many_async,
+    )
+    from cigeval.results import read_records, to_frame
+    from cigeval.rubrics import Rubric, define_rubric, register_rubric
+    from cigeval.sample import Sample, iter_samples_file
+    from cigeval.score import Score, SubScore
+    from cigeval.tasks import SubQuestion, TaskSpec, load_tasks_file, register_task
+    from cigeval.testing import rule_judge
+    from cigeval.tools import Tool, ToolContext, ToolResult, register_tool
+
+#: Public name -> the module that defines it.
+_PUBLIC: dict[str, str] = {
+    # judging
+    "evaluate": "cigeval.evaluation",
+    "evaluate_async": "cigeval.evaluation",
+    "evaluate_many": "cigeval.evaluation",
+    "evaluate_many_async": "cigeval.evaluation",
+    "Evaluator": "cigeval.evaluation",
+    "EvalConfig": "cigeval.config",
+    "RunConfig": "cigeval.config",
+    "EnsembleConfig": "cigeval.config",
+    # inputs and results
+    "Sample": "cigeval.sample",
+    "iter_samples_file": "cigeval.sample",
+    "Score": "cigeval.score",
+    "SubScore": "cigeval.score",
+    "read_records": "cigeval.results",
+    "to_frame": "cigeval.results",
+    # extension points
+    "TaskSpec": "cigeval.tasks",
+    "SubQuestion": "cigeval.tasks",
+    "register_task": "cigeval.tasks",
+    "load_tasks_file": "cigeval.tasks",
+    "Tool": "cigeval.tools",
+    "ToolContext": "cigeval.tools",
+    "ToolResult": "cigeval.tools",
+    "register_tool": "cigeval.tools",
+    "Rubric": "cigeval.rubrics",
+    "register_rubric": "cigeval.rubrics",
+    "define_rubric": "cigeval.rubrics",
+    "Backend": "cigeval.backends",
+    "register_backend": "cigeval.backends",
+    # testing helpers
+    "ScriptedBackend": "cigeval.backends",
+    "rule_judge": "cigeval.testing",
+    # errors
+    "CigevalError": "cigeval.errors",
+    "ConfigError": "cigeval.errors",
+    "InputError": "cigeval.errors",
+    "ParseError": "cigeval.errors",
+}
 
 __all__ = [
-    "TASK_IDS",
     "Backend",
-    "BackendError",
     "CigevalError",
     "ConfigError",
-    "DifferenceConfig",
     "EnsembleConfig",
     "EvalConfig",
     "Evaluator",
-    "GroundingConfig",
     "InputError",
-    "MissingDependency",
     "ParseError",
-    "ResultsWriter",
     "Rubric",
     "RunConfig",
     "Sample",
-    "SampleImages",
     "Score",
     "ScriptedBackend",
     "SubQuestion",
@@ -70,25 +103,33 @@ __all__ = [
     "TaskSpec",
     "Tool",
     "ToolContext",
-    "ToolError",
     "ToolResult",
-    "Trace",
     "__version__",
-    "combine",
+    "define_rubric",
     "evaluate",
     "evaluate_async",
     "evaluate_many",
     "evaluate_many_async",
-    "get_rubric",
-    "get_task",
-    "get_tool",
     "iter_samples_file",
+    "load_tasks_file",
     "read_records",
+    "register_backend",
     "register_rubric",
     "register_task",
     "register_tool",
-    "resolve_backend",
-    "rubric_names",
-    "spread",
+    "rule_judge",
     "to_frame",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cigeval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,4 +1,15 @@
-"""One frozen configuration object; CLI flags map onto its fields."""
+"""The settings of a run, as frozen pydantic models: the single source of truth.
+
+- :class:`EvalConfig`: everything that decides how a sample is judged (recorded with every
+  Score); the tools' own settings are nested in it (``grounding``, ``difference``).
+- :class:`RunConfig`: how a batch runs (concurrency, limits, caching); none of it changes an
+  answer.
+- :class:`EnsembleConfig`: how several judgments per sample are made and combined.
+
+Every field that the command line exposes names its flag in ``json_schema_extra["flag"]``;
+``cigeval.cli`` builds the flags, their help and their defaults from these fields, so no
+default is written twice.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +17,13 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cigeval.errors import ConfigError
 from cigeval.messages import GenerationSettings
-
-Aggregate = Literal["min", "mean", "median", "max"]
+from cigeval.rules import COMBINE_RULES, Aggregate
+from cigeval.tools.difference import DifferenceConfig
+from cigeval.tools.grounding import GroundingConfig
 
 
 def default_cache_dir() -> Path:
@@ -21,29 +34,9 @@ def default_cache_dir() -> Path:
     return Path(base) / "cigeval"
 
 
-class GroundingConfig(BaseModel):
-    """GroundingDINO settings (transformers' zero-shot object detection)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    checkpoint: str = "IDEA-Research/grounding-dino-tiny"
-    box_threshold: float = Field(0.35, ge=0, le=1)
-    text_threshold: float = Field(0.25, ge=0, le=1)
-    device: str | None = Field(None, description="torch device; default: cuda if available.")
-
-
-class DifferenceConfig(BaseModel):
-    """Pixel-difference settings."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    blur_kernel: int = Field(5, ge=1, description="Gaussian blur size before differencing (odd).")
-    threshold: int = Field(30, ge=0, le=255, description="Per-pixel change threshold (0-255).")
-    dilation: int = Field(7, ge=0, description="Dilation kernel size joining nearby changes.")
-    min_area_fraction: float = Field(
-        0.0005, ge=0, le=1, description="Regions smaller than this fraction of the image are noise."
-    )
-    max_regions: int = Field(20, ge=1)
+def _flag(name: str, **extra: Any) -> dict[str, Any]:
+    """``json_schema_extra`` naming a field's command-line flag (see :mod:`cigeval.cli`)."""
+    return {"flag": name, **extra}
 
 
 class EvalConfig(BaseModel):
@@ -51,29 +44,61 @@ class EvalConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    rubric: str = Field("cigeval", description="Judging scheme: cigeval, viescore, lmm_score, ...")
-    temperature: float = Field(0.0, ge=0)
-    max_tokens: int = Field(1024, ge=1)
-    seed: int | None = Field(0, description="Sent where the API takes a seed.")
-    top_p: float | None = None
-    aggregate: Aggregate = Field("min", description="How sub-scores combine (paper: min).")
+    rubric: str = Field(
+        "cigeval",
+        description="judging scheme: cigeval, viescore, lmm_score, ... ('cigeval rubrics')",
+        json_schema_extra=_flag("--rubric"),
+    )
+    temperature: float = Field(0.0, ge=0, json_schema_extra=_flag("--temperature"))
+    max_tokens: int = Field(
+        1024,
+        ge=1,
+        description="reply length limit per call",
+        json_schema_extra=_flag("--max-tokens"),
+    )
+    seed: int | None = Field(
+        0, description="sent where the API takes a seed", json_schema_extra=_flag("--seed")
+    )
+    top_p: float | None = Field(None, gt=0, le=1, json_schema_extra=_flag("--top-p"))
+    aggregate: Aggregate = Field(
+        "min",
+        description="how a sample's sub-scores become its score (paper: min)",
+        json_schema_extra=_flag("--aggregate"),
+    )
     max_rounds: int = Field(
-        1, ge=1, description="Thought/action/observation rounds per sub-question (paper: 1)."
+        1,
+        ge=1,
+        description="thought/action/observation rounds per sub-question (paper: 1)",
+        json_schema_extra=_flag("--max-rounds"),
     )
     max_parse_retries: int = Field(
-        2, ge=0, description="Re-asks of the same model after an unparseable reply."
+        2,
+        ge=0,
+        description="re-asks of the same model after an unusable reply",
+        json_schema_extra=_flag("--max-parse-retries"),
     )
     tools: tuple[str, ...] | None = Field(
-        None, description="Tool names offered to the planner; None = every registered tool."
+        None,
+        description="comma-separated tools offered to the agent ('' = none; default: every "
+        "registered tool)",
+        json_schema_extra=_flag("--tools", metavar="NAMES"),
     )
     grounding: GroundingConfig = Field(default_factory=GroundingConfig)
     difference: DifferenceConfig = Field(default_factory=DifferenceConfig)
-    image_format: Literal["PNG", "JPEG"] = "PNG"
+    image_format: Literal["PNG", "JPEG"] = Field(
+        "PNG",
+        description="encoding of images that cannot be sent as they are",
+        json_schema_extra=_flag("--image-format"),
+    )
     prompt_dir: str | None = Field(
-        None, description="Folder of .j2 templates replacing built-in ones of the same name."
+        None,
+        description="folder of .j2 templates replacing built-in ones of the same name",
+        json_schema_extra=_flag("--prompt-dir", metavar="DIR"),
     )
     rubric_options: dict[str, Any] = Field(
-        default_factory=dict, description="Rubric-specific settings, e.g. {'mode': 'online'}."
+        default_factory=dict,
+        description="rubric-specific setting, e.g. mode=online (repeatable)",
+        json_schema_extra=_flag("--rubric-option", metavar="KEY=VALUE"),
     )
 
     def generation(self, temperature: float | None = None) -> GenerationSettings:
@@ -95,19 +120,97 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    concurrency: int = Field(8, ge=1, description="Samples evaluated at once.")
-    max_calls_in_flight: int | None = Field(
-        None, ge=1, description="Model calls in flight at once; default 2 x concurrency."
+    concurrency: int = Field(
+        8, ge=1, description="samples evaluated at once", json_schema_extra=_flag("--concurrency")
     )
-    requests_per_minute: float | None = Field(None, gt=0)
-    tokens_per_minute: float | None = Field(None, gt=0)
-    timeout_s: float = Field(120.0, gt=0, description="Per-call timeout.")
-    max_retries: int = Field(6, ge=0, description="Retries of a failed call (429, 5xx, ...).")
+    max_calls_in_flight: int | None = Field(
+        None,
+        ge=1,
+        description="model calls in flight at once (default: 2 x concurrency)",
+        json_schema_extra=_flag("--max-calls-in-flight"),
+    )
+    requests_per_minute: float | None = Field(
+        None, gt=0, description="requests-per-minute limit", json_schema_extra=_flag("--rpm")
+    )
+    tokens_per_minute: float | None = Field(
+        None, gt=0, description="tokens-per-minute limit", json_schema_extra=_flag("--tpm")
+    )
+    timeout_s: float = Field(
+        120.0,
+        gt=0,
+        description="seconds per model call",
+        json_schema_extra=_flag("--timeout", metavar="SECONDS"),
+    )
+    max_retries: int = Field(
+        6,
+        ge=0,
+        description="retries of a failed call (429, 5xx, ...)",
+        json_schema_extra=_flag("--max-retries"),
+    )
     retry_backoff_s: float = Field(
         0.5,
         gt=0,
-        description="Wait before the first retry; doubles each retry (jittered, capped at 30 s). "
-        "A server's Retry-After takes precedence.",
+        description="wait before the first retry, doubled each retry (jittered, capped at 30 s; "
+        "a server's Retry-After takes precedence)",
+        json_schema_extra=_flag("--retry-backoff", metavar="SECONDS"),
     )
-    cache_dir: Path | None = Field(default_factory=default_cache_dir)
-    use_cache: bool = True
+    cache_dir: Path | None = Field(
+        default_factory=default_cache_dir,
+        description="response cache folder (default: $CIGEVAL_CACHE_DIR or the user cache dir)",
+        json_schema_extra=_flag("--cache-dir", metavar="DIR"),
+    )
+    use_cache: bool = Field(
+        True,
+        description="do not read or write the response cache",
+        json_schema_extra=_flag("--no-cache", negate=True),
+    )
+
+
+class EnsembleConfig(BaseModel):
+    """How many judgments to make per sample and how to combine them.
+
+    Each model (``--model`` repeated) is asked ``samples_per_model`` times; with more than one
+    sample per model the extra ones run at ``temperature`` with seeds ``seed, seed+1, ...`` so
+    they differ (and each is cached separately). ``level`` chooses whether sub-question scores
+    are combined before the task's aggregate (``sub_question``) or final scores (``final``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    samples_per_model: int = Field(
+        1,
+        ge=1,
+        description="judgments per model per sample (extra ones at --ensemble-temperature)",
+        json_schema_extra=_flag("--samples-per-model"),
+    )
+    temperature: float = Field(
+        0.7,
+        ge=0,
+        description="temperature of the extra judgments when --samples-per-model > 1",
+        json_schema_extra=_flag("--ensemble-temperature"),
+    )
+    combine: str = Field(
+        "mean",
+        description="how several judgments become one",
+        json_schema_extra=_flag("--combine", choices=COMBINE_RULES),
+    )
+    level: Literal["sub_question", "final"] = Field(
+        "sub_question",
+        description="combine sub-question scores before aggregating, or final scores",
+        json_schema_extra=_flag("--combine-level"),
+    )
+    grid: float = Field(1.0, gt=0, description="grid step (0-10 scale) of the majority rule")
+    prompt_dirs: tuple[str, ...] = Field(
+        (),
+        description="a prompt variant (template folder) judged by every model; repeatable",
+        json_schema_extra=_flag("--prompt-variant", metavar="DIR", repeat=True),
+    )
+
+    @field_validator("combine")
+    @classmethod
+    def _known_rule(cls, value: str) -> str:
+        if value not in COMBINE_RULES:
+            raise ConfigError(
+                f"unknown combine rule {value!r}; choose one of: {', '.join(COMBINE_RULES)}"
+            )
+        return value

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from cigeval.errors import InputError
-from cigeval.tasks.ids import TASK_IDS
+from cigeval.errors import ConfigError, InputError
+from cigeval.images import load_image
 
 #: An image given by path (relative paths resolve against the sample's ``base_dir``)
 #: or directly as a PIL image from Python code.
@@ -19,9 +19,13 @@ ImageLike = str | Path | Image.Image
 
 
 class SampleImages(BaseModel):
-    """The images of a sample, by role. Which roles a task needs is in its TaskSpec."""
+    """The images of a sample, by role. Which roles a task needs is in its TaskSpec.
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    Roles other than the fields below are accepted only when the sample's task declares them
+    (user tasks may have image roles of their own).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow")
 
     output: ImageLike | None = Field(None, description="The generated or edited image to judge.")
     source: ImageLike | None = Field(None, description="The image that was edited.")
@@ -44,20 +48,26 @@ class SampleImages(BaseModel):
 
     def provided(self) -> dict[str, Any]:
         """The roles that are set, as a dict."""
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        extra = self.__pydantic_extra__ or {}
+        return {k: v for k, v in {**self.__dict__, **extra}.items() if v is not None}
+
+    def extra_roles(self) -> list[str]:
+        """Roles beyond the built-in ones (declared by a user task)."""
+        return list(self.__pydantic_extra__ or {})
 
 
 class Sample(BaseModel):
     """One evaluation input, as read from a JSONL line or built in Python.
 
     Text fields are optional in the model; the task decides which are required (see
-    :func:`cigeval.tasks.get_task` and :meth:`TaskSpec.validate_sample`).
+    :func:`cigeval.tasks.get_task` and :meth:`TaskSpec.validate_sample`). Text fields other
+    than the ones below are accepted only when the sample's task declares them.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow")
 
     id: str = Field(description="Unique identifier of the sample within a run.")
-    task: str = Field(description="One of the seven task ids, e.g. 'text_guided_ie'.")
+    task: str = Field(description="A registered task id, e.g. 'text_guided_ie'.")
     prompt: str | None = None
     instruction: str | None = None
     subject: str | None = Field(None, description="Name of the subject, e.g. 'dog'.")
@@ -82,9 +92,42 @@ class Sample(BaseModel):
     @field_validator("task")
     @classmethod
     def _known_task(cls, value: str) -> str:
-        if value not in TASK_IDS:
-            raise ValueError(f"unknown task {value!r}; expected one of {', '.join(TASK_IDS)}")
-        return value
+        from cigeval.tasks.registry import TASKS
+
+        try:
+            return TASKS.canonical(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+
+    @model_validator(mode="after")
+    def _declared_extras(self) -> Sample:
+        from cigeval.tasks.registry import get_task
+
+        extra_fields = list(self.__pydantic_extra__ or {})
+        extra_roles = self.images.extra_roles()
+        if not extra_fields and not extra_roles:
+            return self
+        spec = get_task(self.task)
+        unknown = [f for f in extra_fields if f not in spec.declared_text_fields]
+        unknown += [f"images.{r}" for r in extra_roles if r not in spec.declared_image_roles]
+        if unknown:
+            raise ValueError(
+                f"unknown field(s) {', '.join(unknown)} for task {self.task} "
+                "(a task of your own must declare its text fields and image roles)"
+            )
+        not_text = [f for f in extra_fields if not isinstance(getattr(self, f), str | None)]
+        if not_text:
+            raise ValueError(f"text field(s) {', '.join(not_text)} must be strings")
+        return self
+
+    def text_fields(self) -> dict[str, str]:
+        """Every text condition of the sample that is set, by field name."""
+        names = ["prompt", "instruction", "subject", "control_type", "task_indicator"]
+        names += list(self.__pydantic_extra__ or {})
+        texts = {n: str(getattr(self, n)) for n in names if getattr(self, n, None)}
+        if self.concepts:
+            texts["concepts"] = ", ".join(self.concepts)
+        return texts
 
     def passthrough(self) -> dict[str, Any]:
         """Fields copied verbatim into the result record."""
@@ -157,3 +200,30 @@ def iter_samples_file(path: str | Path) -> Iterator[SampleLine]:
                 )
                 continue
             yield SampleLine(line_number=number, sample=sample, raw=raw)
+
+
+def load_sample_images(sample: Sample) -> dict[str, Image.Image]:
+    """Load every image of ``sample`` by role (``subjects`` become ``subject_1``/``subject_2``,
+    ``outputs`` become ``output_1``...). A side-by-side ``subject`` image of a multi-concept
+    sample also serves as ``subject_1`` and ``subject_2``. Raises InputError naming the image.
+    """
+    loaded: dict[str, Image.Image] = {}
+
+    def load(value: Any, role: str) -> Image.Image:
+        return load_image(value, role=role, sample_id=sample.id, base_dir=sample.base_dir)
+
+    for role, value in sample.images.provided().items():
+        if role == "subjects":
+            for index, item in enumerate(value, start=1):
+                loaded[f"subject_{index}"] = load(item, f"subjects[{index - 1}]")
+        elif role == "outputs":
+            for index, item in enumerate(value, start=1):
+                loaded[f"output_{index}"] = load(item, f"outputs[{index - 1}]")
+        else:
+            loaded[role] = load(value, role)
+    if sample.task == "multi_concept_ic" and "subject" in loaded and "subject_1" not in loaded:
+        loaded["subject_1"] = loaded["subject_2"] = loaded["subject"]
+    if "mask" in loaded and "source" in loaded and loaded["mask"].size != loaded["source"].size:
+        # A mask of another size is resized to the source, the only sensible conversion.
+        loaded["mask"] = loaded["mask"].resize(loaded["source"].size, Image.Resampling.NEAREST)
+    return loaded

@@ -37,6 +37,42 @@ class SubScore(BaseModel):
         return self._tool_images
 
 
+class Verdict(BaseModel):
+    """What a rubric concludes about one sample: the numbers, or why there are none.
+
+    Rubrics return a Verdict; the evaluator turns it into a :class:`Score` by adding the
+    sample's identity, the trace, the usage and the settings (in one place,
+    :func:`cigeval.evaluation.assemble_score`). ``error`` set means the sample failed:
+    ``value`` is then None, while ``sub_scores`` may still show what was judged.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float | None = None
+    sub_scores: list[SubScore] = Field(default_factory=list)
+    dimensions: dict[str, float | None] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+    spread: dict[str, float] | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the rubric reached a score."""
+        return self.error is None and self.value is not None
+
+    @property
+    def status(self) -> Literal["ok", "error"]:
+        """``ok`` or ``error``, as the Score made from this verdict will say."""
+        return "ok" if self.ok else "error"
+
+    @classmethod
+    def failure(cls, error: str | BaseException, **fields: Any) -> Verdict:
+        """A failed verdict; an exception becomes ``"<ExceptionType>: <message>"``."""
+        if isinstance(error, BaseException):
+            error = f"{type(error).__name__}: {error}"
+        return cls(error=error, **fields)
+
+
 class Score(BaseModel):
     """Everything known about one sample's evaluation.
 
@@ -141,6 +177,6 @@ class Score(BaseModel):
         )
 
     def _repr_html_(self) -> str:
-        from cigeval.display import score_to_html
+        from cigeval.results.html import score_to_html
 
         return score_to_html(self)

@@ -1,7 +1,7 @@
 """Define a rubric of your own, register it, and run it with a scripted judge.
 
 A factor rubric needs no cigeval internals: name the factors (JSON key -> one-sentence
-definition, or a Factor with checks and score bands), pick a scale, and register it. cigeval
+definition, or a dict with checks and score bands), pick a scale, and register it. cigeval
 writes the prompt, validates the judge's JSON strictly (exact keys, integer range,
 justification length), re-asks on errors and writes ordinary result records.
 
@@ -16,10 +16,7 @@ import json
 
 from PIL import Image
 
-from cigeval.backends.scripted import ScriptedBackend
-from cigeval.config import RunConfig
-from cigeval.rubrics import Factor, define_rubric
-from cigeval.runner import Evaluator
+from cigeval import Evaluator, RunConfig, ScriptedBackend, define_rubric
 
 # 1. The rubric: two factors on a 1-5 scale, weighted 2:1, judged against the source image.
 define_rubric(
@@ -27,12 +24,11 @@ define_rubric(
     factors={
         "legibility": "Whether text that the instruction asks to add can be read at a glance, "
         "with every character complete and correctly spelled.",
-        "placement": Factor(
-            "placement",
-            "Whether the added text sits where the instruction puts it and follows the "
-            "surface it is written on.",
-            checks=("position relative to the named object", "perspective and curvature"),
-        ),
+        "placement": {
+            "definition": "Whether the added text sits where the instruction puts it and "
+            "follows the surface it is written on.",
+            "checks": ["position relative to the named object", "perspective and curvature"],
+        },
     },
     scale=(1, 5),
     aggregate={"legibility": 2.0, "placement": 1.0},

@@ -323,7 +323,7 @@ def test_optional_inputs_may_be_left_out_but_must_be_right_when_given(tmp_path: 
 
 def test_scores_and_records_to_a_dataframe(tmp_path: Path):
     from cigeval import read_records, to_frame
-    from cigeval.results_io import ResultsWriter
+    from cigeval.results.jsonl import ResultsWriter
 
     items = [sample_from_dict(r, base_dir=tmp_path) for r in seven_task_samples(tmp_path)]
     ev, _ = make_evaluator(rule_judge(scores={"edit_success": 2}), tools=())

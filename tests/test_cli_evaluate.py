@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cigeval.cli import main
-from cigeval.results_io import read_records
+from cigeval.results.jsonl import read_records
 from cigeval.tasks import get_task
 from cigeval.testing import request_text, rule_judge
 from tests.cli_support import evaluate_cli

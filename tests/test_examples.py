@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cigeval.runtime import load_sample_images
-from cigeval.sample import iter_samples_file
+from cigeval.sample import iter_samples_file, load_sample_images
 from cigeval.tasks import TASK_IDS, get_task
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "samples.jsonl"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cigeval.results_io import ResultsWriter, read_records, repair_tail
+from cigeval.results.jsonl import ResultsWriter, read_records, repair_tail
 from cigeval.score import Score
 
 

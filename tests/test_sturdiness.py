@@ -28,7 +28,7 @@ from cigeval.agent.judging import parse_judge_reply
 from cigeval.agent.plan import parse_plan
 from cigeval.errors import ParseError
 from cigeval.parsing import extract_json, parse_judgement, parse_score
-from cigeval.results_io import read_records
+from cigeval.results.jsonl import read_records
 from cigeval.tasks import get_task
 from cigeval.testing import rule_judge
 from cigeval.tools.registry import registered_tools
@@ -176,7 +176,7 @@ def test_kill_9_at_random_moments_then_resume(env: Path) -> None:
     kill_times: list[float] = []
     with FakeOpenAIServer(rule_judge(), latency_s=0.04) as server:
         command = [
-            sys.executable, "-m", "cigeval.cli", "evaluate", str(path),
+            sys.executable, "-m", "cigeval", "evaluate", str(path),
             "--model", "openai:judge-model", "--base-url", server.base_url,
             "--out", str(out), "--quiet", "--concurrency", str(concurrency),
         ]  # fmt: skip
@@ -521,7 +521,7 @@ def test_the_api_key_is_written_nowhere(env: Path, capsys: pytest.CaptureFixture
     leaks = [where for where, text in texts.items() if SECRET in text]
     assert not leaks, f"the API key leaked into {leaks}"
     # the key is also absent from the reprs users may print
-    from cigeval.runner import Evaluator
+    from cigeval.evaluation import Evaluator
 
     evaluator = Evaluator("openai:judge-model", base_url="http://127.0.0.1:9/v1")
     assert SECRET not in repr(evaluator.backend) and SECRET not in repr(evaluator.__dict__)

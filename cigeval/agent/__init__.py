@@ -1,18 +1,10 @@
-"""The CIGEval agent (LangGraph): plan tools, act, observe, judge, per sub-question."""
+"""The CIGEval method (paper §3): plan a tool per sub-question, act, observe, judge, aggregate.
 
-from cigeval.agent.graph import AgentContext, agent_graph, run_agent
-from cigeval.agent.judging import Judgement, ToolRequest, build_judge_messages, parse_judge_reply
-from cigeval.agent.plan import PlanItem, build_plan_messages, parse_plan
+The only package that uses LangGraph. :class:`CigevalRubric` is the ``cigeval`` rubric;
+:func:`run_agent` runs the graph of one sample.
+"""
 
-__all__ = [
-    "AgentContext",
-    "Judgement",
-    "PlanItem",
-    "ToolRequest",
-    "agent_graph",
-    "build_judge_messages",
-    "build_plan_messages",
-    "parse_judge_reply",
-    "parse_plan",
-    "run_agent",
-]
+from cigeval.agent.graph import AgentContext, run_agent
+from cigeval.agent.rubric import CigevalRubric
+
+__all__ = ["AgentContext", "CigevalRubric", "run_agent"]

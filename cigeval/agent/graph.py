@@ -23,11 +23,10 @@ from cigeval.agent.judging import Judgement, ToolRequest, build_judge_messages, 
 from cigeval.agent.plan import PlanItem, build_plan_messages, parse_plan
 from cigeval.errors import CigevalError
 from cigeval.messages import Message
-from cigeval.runtime import SampleRun
+from cigeval.sample_run import SampleRun
 from cigeval.score import SubScore
-from cigeval.tasks.spec import TaskSpec
-from cigeval.tools.base import Tool, ToolContext, ToolResult
-from cigeval.tools.registry import get_tool
+from cigeval.tasks import TaskSpec
+from cigeval.tools import Tool, ToolContext, ToolResult, get_tool
 from cigeval.trace import ActionEvent, ErrorEvent, JudgementEvent, ObservationEvent, ThoughtEvent
 
 

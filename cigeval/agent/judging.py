@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cigeval.agent.labels import CONDITION_LABELS, role_label
 from cigeval.errors import ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.parsing import extract_json, parse_judgement
 from cigeval.prompts import render
-from cigeval.runtime import SampleRun
-from cigeval.tasks.spec import SubQuestion
-from cigeval.tools.base import ToolResult
-from cigeval.tools.registry import normalize_tool_name
+from cigeval.registry import normalize_name
+from cigeval.sample_run import SampleRun
+from cigeval.tasks import SubQuestion
+from cigeval.tools import ToolResult
 
 
 @dataclass(frozen=True)
@@ -42,14 +41,14 @@ def build_judge_messages(
     """System context plus a user message: rules, labelled images, tool content, condition."""
     prompt_dir = run.config.prompt_dir
     parts: list[TextPart | ImagePart] = [
-        TextPart("RULES:\n" + render(f"{question.template}.j2", prompt_dir=prompt_dir)),
+        TextPart("RULES:\n" + question.rules_text(run.sample, prompt_dir)),
     ]
     replaced = result.images if result is not None else {}
     for index, role in enumerate(question.image_roles, start=1):
         if role not in run.images:
             continue
         image = replaced.get(role, run.images[role])
-        parts.append(TextPart(f"Image {index}: {role_label(role)}"))
+        parts.append(TextPart(f"Image {index}: {run.task.role_label(role)}"))
         parts.append(ImagePart(run.encode(image), role))
     condition = question.condition_text(run.sample)
     tail = render(
@@ -58,9 +57,7 @@ def build_judge_messages(
         tool=result.tool if result is not None else None,
         highlighted=bool(result is not None and result.highlighted),
         observation=result.text if result is not None and result.text else "",
-        condition_label=CONDITION_LABELS.get(question.condition_field or "", "")
-        if condition
-        else "",
+        condition_label=question.condition_label() if condition else "",
         condition=condition or "",
         can_request_tool=can_request_tool,
         tool_names=", ".join(f'"{n}"' for n in tool_names),
@@ -80,9 +77,9 @@ def parse_judge_reply(
         except ParseError:
             data = None
         if isinstance(data, dict) and "score" not in data and "tool" in data:
-            known = {normalize_tool_name(n): n for n in tool_names}
+            known = {normalize_name(n): n for n in tool_names}
             raw = str(data.get("tool") or "None")
-            key = normalize_tool_name(raw)
+            key = normalize_name(raw)
             if key not in known and key != "none":
                 raise ParseError(
                     f"unknown tool {raw!r}; choose one of {', '.join(tool_names)}", reply=text

@@ -6,15 +6,18 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from cigeval.agent.labels import CONDITION_LABELS, role_label
 from cigeval.errors import ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.parsing import extract_json, parse_yes_no
 from cigeval.prompts import render
-from cigeval.runtime import SampleRun
-from cigeval.tasks.spec import SubQuestion, TaskSpec
-from cigeval.tools.base import Tool
-from cigeval.tools.registry import normalize_tool_name
+from cigeval.registry import normalize_name
+from cigeval.sample_run import SampleRun
+from cigeval.tasks import SubQuestion, TaskSpec
+from cigeval.tasks.labels import condition_label
+from cigeval.tools import Tool
+
+#: Text fields the planner is shown, in this order (a task's own fields follow).
+_PLAN_FIELDS = ("prompt", "instruction", "subject", "control_type")
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,11 @@ def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> li
     """The tool-selection request: task, conditions, questions, tools, and the images."""
     sample = run.sample
     conditions = []
-    for field in ("prompt", "instruction", "subject", "control_type"):
-        value = getattr(sample, field)
-        if value:
-            conditions.append(f"{CONDITION_LABELS[field]}: {value}")
+    for field in (*_PLAN_FIELDS, *spec.declared_text_fields):
+        value = getattr(sample, field, None)
+        line = f"{condition_label(field)}: {value}" if value and field != "concepts" else None
+        if line and line not in conditions:
+            conditions.append(line)
     if sample.concepts:
         conditions.append("Concepts: " + ", ".join(sample.concepts))
     questions = [
@@ -61,7 +65,7 @@ def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> li
         roles.extend(r for r in q.image_roles if r not in roles and r in run.images)
     parts: list[TextPart | ImagePart] = [TextPart(text)]
     for role in roles:
-        parts.append(TextPart(f"[{role}] {role_label(role)}:"))
+        parts.append(TextPart(f"[{role}] {spec.role_label(role)}:"))
         parts.append(ImagePart(run.encode(run.images[role]), role))
     return [Message("user", tuple(parts))]
 
@@ -94,7 +98,7 @@ def parse_plan(
     if not isinstance(data, list):
         raise ParseError("expected a JSON list with one object per question", reply=text)
     ids = task_ids(questions)
-    by_name = {normalize_tool_name(t.name): t.name for t in tools}
+    by_name = {normalize_name(t.name): t.name for t in tools}
     plan: dict[str, PlanItem] = {}
     for entry in data:
         if not isinstance(entry, dict):
@@ -107,7 +111,7 @@ def parse_plan(
         if question.id in plan:
             raise ParseError(f"task_id {tid} appears more than once", reply=text)
         tool_raw = lowered.get("tool")
-        tool_key = normalize_tool_name(str(tool_raw)) if tool_raw is not None else "none"
+        tool_key = normalize_name(str(tool_raw)) if tool_raw is not None else "none"
         used = parse_yes_no(lowered["used"]) if "used" in lowered else tool_key not in ("none", "")
         tool: str | None = None
         if used and tool_key not in ("none", "", "null"):

@@ -1,7 +1,8 @@
-"""Everything that talks to a model: the Backend protocol and its providers, limits and cache.
+"""Everything that talks to a model: the Backend protocol, its providers, limits and cache.
 
-Importing this package loads neither torch, transformers nor langchain; the backends that
-need them import them when they are built.
+Models are named by spec strings ``<provider>:<model>`` (:func:`resolve_backend`); the
+providers ``openai`` and ``hf`` are built in, others are added with :func:`register_backend`.
+Importing this package loads neither the openai client, torch, transformers nor langchain.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from cigeval.backends.base import Backend
 from cigeval.backends.cache import CachedBackend, ResponseCache, cache_key
-from cigeval.backends.langchain_backend import LangChainBackend
 from cigeval.backends.limits import InFlightLimit, RateLimiter
+from cigeval.backends.registry import backend_names, get_backend, register_backend
 from cigeval.backends.resolve import resolve_backend
 from cigeval.backends.scripted import ScriptedBackend, ScriptExhausted
 
 if TYPE_CHECKING:
     from cigeval.backends.hf_backend import HFBackend
+    from cigeval.backends.langchain_backend import LangChainBackend
     from cigeval.backends.openai_backend import OpenAIBackend
 
 __all__ = [
@@ -30,19 +32,24 @@ __all__ = [
     "ResponseCache",
     "ScriptExhausted",
     "ScriptedBackend",
+    "backend_names",
     "cache_key",
+    "get_backend",
+    "register_backend",
     "resolve_backend",
 ]
+
+_LAZY = {
+    "OpenAIBackend": "cigeval.backends.openai_backend",
+    "HFBackend": "cigeval.backends.hf_backend",
+    "LangChainBackend": "cigeval.backends.langchain_backend",
+}
 
 
 def __getattr__(name: str) -> Any:
     # The openai client takes a noticeable time to import; load it on first use.
-    if name == "OpenAIBackend":
-        from cigeval.backends.openai_backend import OpenAIBackend
+    if name in _LAZY:
+        import importlib
 
-        return OpenAIBackend
-    if name == "HFBackend":
-        from cigeval.backends.hf_backend import HFBackend
-
-        return HFBackend
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'cigeval.backends' has no attribute {name!r}")

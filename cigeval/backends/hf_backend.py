@@ -11,6 +11,7 @@ import asyncio
 import os
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -217,3 +218,12 @@ def _looks_like_path(name: str) -> bool:
         or os.path.isabs(name)
         or (os.sep == "\\" and ":" in name[:3])
     )
+
+
+def from_spec(
+    model: str, *, base_url: str | Sequence[str] | None = None, run_config: Any = None
+) -> HFBackend:
+    """The backend of an ``hf:<hub id or local path>`` spec (the part after ``hf:``)."""
+    if base_url is not None:
+        raise ConfigError("base_url applies to 'openai:' specs, not to 'hf:' models")
+    return HFBackend(model)

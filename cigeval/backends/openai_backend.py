@@ -25,6 +25,8 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
+from cigeval.backends.registry import ACCEPTED_FORMS
+from cigeval.config import RunConfig
 from cigeval.errors import BackendError, ConfigError
 from cigeval.messages import ImagePart, Message, ModelRequest, ModelResponse, TextPart, Usage
 
@@ -341,3 +343,49 @@ def _public_url(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def from_spec(
+    rest: str, *, base_url: str | Sequence[str] | None = None, run_config: RunConfig | None = None
+) -> OpenAIBackend:
+    """The backend of an ``openai:<model>[@URL,URL...]`` spec (the part after ``openai:``)."""
+    name, urls = _split_urls(rest)
+    if base_url is not None:
+        if urls:
+            raise ConfigError(
+                f"the server URL is given twice ('@' in {rest!r} and base_url); give one"
+            )
+        urls = _url_list(base_url)
+    if not name:
+        raise ConfigError(f"no model name in 'openai:{rest}'; accepted: {ACCEPTED_FORMS}")
+    config = run_config or RunConfig()
+    limiter = None
+    if config.requests_per_minute or config.tokens_per_minute:
+        limiter = RateLimiter(config.requests_per_minute, config.tokens_per_minute)
+    return OpenAIBackend(
+        name,
+        urls or None,
+        timeout_s=config.timeout_s,
+        max_retries=config.max_retries,
+        backoff_base_s=config.retry_backoff_s,
+        max_in_flight=config.max_calls_in_flight or 2 * config.concurrency,
+        rate_limiter=limiter,
+    )
+
+
+def _split_urls(rest: str) -> tuple[str, list[str]]:
+    """``name@url1,url2`` -> (name, [url1, url2]); an ``@`` not followed by a URL stays."""
+    for marker in ("@http://", "@https://"):
+        at = rest.find(marker)
+        if at >= 0:
+            return rest[:at].strip(), _url_list(rest[at + 1 :])
+    return rest, []
+
+
+def _url_list(urls: str | Sequence[str]) -> list[str]:
+    items = urls.split(",") if isinstance(urls, str) else list(urls)
+    cleaned = [u.strip() for u in items if u and u.strip()]
+    for url in cleaned:
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"server URL {url!r} must start with http:// or https://")
+    return cleaned

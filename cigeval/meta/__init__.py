@@ -8,8 +8,8 @@ return a :class:`MetaResult` with ``.tasks``, ``.average``, ``.per_model``, ``.c
 (:func:`export_trajectories`) support fine-tuning work. See docs/meta-evaluation.md.
 """
 
-from cigeval.meta.aggregate import AGGREGATES, aggregate_tasks, average_correlations
-from cigeval.meta.combine import COMBINE_RULES, combine_scores, majority, trimmed_mean
+from cigeval.meta.average import AVERAGINGS, average_correlations, average_tasks
+from cigeval.meta.combine import combine_scores
 from cigeval.meta.evaluate import coverage_table, human_baseline, meta_evaluate
 from cigeval.meta.human import (
     DIMENSIONS,
@@ -23,7 +23,6 @@ from cigeval.meta.scores import (
     load_cigeval_results,
     load_scores,
     load_viescore_tsv,
-    read_results,
     records_to_frame,
 )
 from cigeval.meta.split import Split, load_split, make_split, save_split
@@ -31,16 +30,15 @@ from cigeval.meta.stats import METHODS, bootstrap_ci, correlation
 from cigeval.meta.trajectories import ExportReport, export_trajectories
 
 __all__ = [
-    "AGGREGATES",
-    "COMBINE_RULES",
+    "AVERAGINGS",
     "DIMENSIONS",
     "EXCLUDED_BY_DEFAULT",
     "METHODS",
     "ExportReport",
     "MetaResult",
     "Split",
-    "aggregate_tasks",
     "average_correlations",
+    "average_tasks",
     "benchmark_samples",
     "bootstrap_ci",
     "combine_scores",
@@ -54,11 +52,8 @@ __all__ = [
     "load_scores",
     "load_split",
     "load_viescore_tsv",
-    "majority",
     "make_split",
     "meta_evaluate",
-    "read_results",
     "records_to_frame",
     "save_split",
-    "trimmed_mean",
 ]

@@ -7,38 +7,17 @@ coverage report shows what the ensemble left out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from cigeval.combine import majority, trimmed_mean
 from cigeval.errors import InputError
 from cigeval.meta.human import DIMENSIONS
-
-CombineRule = Literal["mean", "median", "trimmed_mean", "min", "max", "majority"]
-COMBINE_RULES: tuple[str, ...] = ("mean", "median", "trimmed_mean", "min", "max", "majority")
+from cigeval.rules import combine
 
 #: Grid step of ``majority`` on the [0, 1] scale: 0.1 is the judges' 0-10 scale.
 DEFAULT_GRID_STEP = 0.1
-
-
-def rule_function(
-    rule: str, trim: float = 0.2, grid_step: float = DEFAULT_GRID_STEP
-) -> Callable[[np.ndarray], float]:
-    """The function that turns one image's judgments (an array) into a combined score."""
-    functions: dict[str, Callable[[np.ndarray], float]] = {
-        "mean": lambda v: float(np.mean(v)),
-        "median": lambda v: float(np.median(v)),
-        "trimmed_mean": lambda v: trimmed_mean(list(v), trim),
-        "min": lambda v: float(np.min(v)),
-        "max": lambda v: float(np.max(v)),
-        "majority": lambda v: majority(list(v), grid_step),
-    }
-    if rule not in functions:
-        raise InputError(f"unknown combine rule {rule!r}; choose one of {COMBINE_RULES}")
-    return functions[rule]
 
 
 def combine_scores(
@@ -57,7 +36,7 @@ def combine_scores(
     """
     if not frames:
         raise InputError("nothing to combine: give at least one score source")
-    combine = rule_function(rule, trim, grid_step)
+    combine([0.0], rule)  # an unknown rule fails here, before any work
     index = frames[0].index
     for frame in frames[1:]:
         index = index.union(frame.index)
@@ -70,7 +49,9 @@ def combine_scores(
         if stacked.shape[1] == 1:
             values[complete] = stacked[complete, 0]
         else:
-            values[complete] = [combine(row) for row in stacked[complete]]
+            values[complete] = [
+                combine(list(row), rule, grid=grid_step, trim=trim) for row in stacked[complete]
+            ]
         result[dim] = values
     present = np.column_stack([f["failed"].notna().to_numpy() for f in aligned])
     failed = np.column_stack([f["failed"].fillna(False).to_numpy(dtype=bool) for f in aligned])

@@ -1,7 +1,7 @@
 """Correlating an evaluator (or the human raters themselves) with the ImagenHub human ratings.
 
 Correlations are computed per (task, generator model) on exactly the images both sides have,
-then averaged over a task's generators and over tasks (see :mod:`cigeval.meta.aggregate`).
+then averaged over a task's generators and over tasks (see :mod:`cigeval.meta.average`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from cigeval.errors import InputError
-from cigeval.meta.aggregate import Aggregate, NanPolicy, aggregate_tasks, average_correlations
+from cigeval.meta.average import Averaging, NanPolicy, average_correlations, average_tasks
 from cigeval.meta.human import DIMENSIONS, load_human_ratings, rater_matrix
 from cigeval.meta.result import COVERAGE_COLUMNS, MetaResult
 from cigeval.meta.stats import (
@@ -43,11 +43,11 @@ def _restrict(frame: pd.DataFrame, samples: Samples | None) -> pd.DataFrame:
     return frame[[k in wanted for k in keys]]
 
 
-def _check_options(dimension: str, aggregate: str, method: str) -> None:
+def _check_options(dimension: str, averaging: str, method: str) -> None:
     if dimension not in DIMENSIONS:
         raise InputError(f"unknown dimension {dimension!r}; choose one of {DIMENSIONS}")
-    if aggregate not in ("paper", "fisher_z"):
-        raise InputError(f"unknown aggregate {aggregate!r}; use 'paper' or 'fisher_z'")
+    if averaging not in ("paper", "fisher_z"):
+        raise InputError(f"unknown averaging {averaging!r}; use 'paper' or 'fisher_z'")
     if method not in ("spearman", "pearson", "kendall"):
         raise InputError(f"unknown method {method!r}; use spearman, pearson or kendall")
 
@@ -105,7 +105,7 @@ def _paper_sorted(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _bootstrap(
     cells: dict[tuple[str, str], tuple[int, _BootCell]],
-    aggregate: Aggregate,
+    averaging: Averaging,
     nan_policy: NanPolicy,
     n_boot: int,
     seed: int,
@@ -122,10 +122,10 @@ def _bootstrap(
     for task in tasks:
         stacked = np.column_stack([draws[k] for k in draws if k[0] == task])
         task_draws[task] = np.array(
-            [average_correlations(row, aggregate, nan_policy) for row in stacked]
+            [average_correlations(row, averaging, nan_policy) for row in stacked]
         )
     by_task = np.column_stack([task_draws[t] for t in tasks])
-    average = np.array([average_correlations(row, aggregate, nan_policy) for row in by_task])
+    average = np.array([average_correlations(row, averaging, nan_policy) for row in by_task])
 
     def interval(values: np.ndarray) -> list[float] | None:
         low, high = percentile_interval(values, level)
@@ -151,7 +151,7 @@ def meta_evaluate(
     scores: pd.DataFrame,
     dimension: str = "SC",
     method: Method = "spearman",
-    aggregate: Aggregate = "paper",
+    averaging: Averaging = "paper",
     round_to: int | None = None,
     nan_policy: NanPolicy = "propagate",
     samples: Samples | None = None,
@@ -162,14 +162,14 @@ def meta_evaluate(
     level: float = 0.95,
     evaluator: str = "evaluator",
 ) -> MetaResult:
-    """Correlate an evaluator frame with the human ratings, per (task, model), and aggregate.
+    """Correlate an evaluator frame with the human ratings, per (task, model), and average.
 
     ``scores`` is an evaluator frame (:func:`cigeval.meta.load_scores`, or a combination of
     several from :func:`cigeval.meta.combine_scores`). ``samples`` restricts both sides to some
     benchmark samples (a split); ``n_boot > 0`` adds percentile bootstrap intervals of the task
     values and the average (images resampled within each cell, seeded).
     """
-    _check_options(dimension, aggregate, method)
+    _check_options(dimension, averaging, method)
     human = load_human_ratings(all_models=all_models) if human is None else human
     human = _restrict(human, samples)
     scores = _restrict(scores, samples)
@@ -188,15 +188,15 @@ def meta_evaluate(
         rows[key] = (correlation(x, y, method), len(x), reason)
         cells[key] = (len(x), _pair_statistic(x, y, method))
     per_model = _per_model_frame(rows)
-    tasks, average = aggregate_tasks(
-        per_model["rho"], aggregate, round_to, nan_policy, PAPER_TASK_ORDER
+    tasks, average = average_tasks(
+        per_model["rho"], averaging, round_to, nan_policy, PAPER_TASK_ORDER
     )
-    ci = _bootstrap(cells, aggregate, nan_policy, n_boot, seed, level) if n_boot > 0 else None
+    ci = _bootstrap(cells, averaging, nan_policy, n_boot, seed, level) if n_boot > 0 else None
     return MetaResult(
         evaluator,
         dimension,
         method,
-        aggregate,
+        averaging,
         round_to,
         nan_policy,
         tasks,
@@ -216,7 +216,7 @@ def _per_model_frame(rows: dict[tuple[str, str], tuple[float, int, str]]) -> pd.
 def human_baseline(
     dimension: str = "SC",
     method: Method = "spearman",
-    aggregate: Aggregate = "paper",
+    averaging: Averaging = "paper",
     round_to: int | None = None,
     nan_policy: NanPolicy = "propagate",
     samples: Samples | None = None,
@@ -228,11 +228,11 @@ def human_baseline(
     """How well one person agrees with the others: the human-vs-human row of the tables.
 
     For each (task, model), each rater is correlated with the mean of the other two; the three
-    values are averaged with the same ``aggregate`` (so ``paper`` gives tanh(mean rho) per
+    values are averaged with the same ``averaging`` (so ``paper`` gives tanh(mean rho) per
     generator), then over generators and tasks as for any evaluator. With ``paper`` and
     ``round_to=4`` this reproduces the published human row (0.4700 average for SC).
     """
-    _check_options(dimension, aggregate, method)
+    _check_options(dimension, averaging, method)
     matrix = _restrict(rater_matrix(dimension, all_models=all_models), samples)
     rows: dict[tuple[str, str], tuple[float, int, str]] = {}
     cells: dict[tuple[str, str], tuple[int, _BootCell]] = {}
@@ -244,7 +244,7 @@ def human_baseline(
         values = [correlation(ratings[:, r], rest[r], method) for r in range(raters)]
         reasons = {undefined_reason(ratings[:, r], rest[r]) for r in range(raters)} - {None}
         rows[key] = (
-            average_correlations(values, aggregate, nan_policy),
+            average_correlations(values, averaging, nan_policy),
             len(ratings),
             "; ".join(sorted(str(r) for r in reasons)) if any(np.isnan(values)) else "",
         )
@@ -257,24 +257,24 @@ def human_baseline(
                 for r in range(ratings.shape[1])
             ]
             stacked = np.column_stack(per)
-            return np.array([average_correlations(v, aggregate, nan_policy) for v in stacked])
+            return np.array([average_correlations(v, averaging, nan_policy) for v in stacked])
 
         cells[key] = (len(ratings), statistic)
     per_model = _per_model_frame(rows)
-    tasks, average = aggregate_tasks(
-        per_model["rho"], aggregate, round_to, nan_policy, PAPER_TASK_ORDER
+    tasks, average = average_tasks(
+        per_model["rho"], averaging, round_to, nan_policy, PAPER_TASK_ORDER
     )
     counts = pd.Series({k: n for k, (_, n, _) in rows.items()})
     counts.index.names = ["task", "model"]
     coverage = pd.DataFrame({c: 0 for c in COVERAGE_COLUMNS}, index=counts.index)
     coverage["n_human"] = coverage["n_evaluator"] = coverage["used"] = counts
-    ci = _bootstrap(cells, aggregate, nan_policy, n_boot, seed, level) if n_boot > 0 else None
+    ci = _bootstrap(cells, averaging, nan_policy, n_boot, seed, level) if n_boot > 0 else None
     notes = ["each rater vs the mean of the other raters, averaged per generator first"]
     return MetaResult(
         "human raters",
         dimension,
         method,
-        aggregate,
+        averaging,
         round_to,
         nan_policy,
         tasks,

@@ -48,16 +48,17 @@ def _format(value: float, digits: int = 4) -> str:
 class MetaResult:
     """Agreement of one evaluator with the human ratings.
 
-    ``tasks`` maps task ids (paper order) to the aggregated correlation, ``average`` is the
-    aggregate over tasks. ``per_model`` (DataFrame indexed by task, model: rho, n, undefined)
-    and ``coverage`` (DataFrame indexed by task, model: the counts in
-    :data:`COVERAGE_COLUMNS`) give the detail; ``ci`` holds bootstrap intervals when asked for.
+    ``tasks`` maps task ids (paper order) to the averaged correlation, ``average`` is the
+    average over tasks (computed as ``averaging`` says: paper or fisher_z). ``per_model``
+    (DataFrame indexed by task, model: rho, n, undefined) and ``coverage`` (DataFrame indexed
+    by task, model: the counts in :data:`COVERAGE_COLUMNS`) give the detail; ``ci`` holds
+    bootstrap intervals when asked for.
     """
 
     evaluator: str
     dimension: str
     method: str
-    aggregate: str
+    averaging: str
     round_to: int | None
     nan_policy: str
     tasks: dict[str, float]
@@ -106,7 +107,7 @@ class MetaResult:
             "evaluator": self.evaluator,
             "dimension": self.dimension,
             "method": self.method,
-            "aggregate": self.aggregate,
+            "averaging": self.averaging,
             "round": self.round_to,
             "nan_policy": self.nan_policy,
             "coverage": {"totals": self.coverage_totals(), "per_model": coverage},
@@ -141,7 +142,7 @@ class MetaResult:
         name_width = max(len(self.evaluator), 9)
         title = (
             f"{self.method.capitalize()} correlation with human {self.dimension} ratings "
-            f"(aggregate: {self.aggregate}"
+            f"(averaging: {self.averaging}"
             + (f", rounded to {self.round_to} decimals" if self.round_to is not None else "")
             + ")"
         )

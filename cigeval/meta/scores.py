@@ -8,7 +8,6 @@ evaluator never saw; the coverage report tells the two apart.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -156,28 +155,21 @@ def records_to_frame(
     return _frame(rows, missing, source)
 
 
-def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a cigeval results JSONL file."""
-    path = Path(path)
-    records = []
-    try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path} line {number}: not JSON ({exc.msg})") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read results file {path}: {exc}") from exc
-    return records
-
-
 def load_cigeval_results(path: str | Path, missing: MissingPolicy = "cell") -> pd.DataFrame:
-    """Read a cigeval results JSONL file into an evaluator frame (see :func:`records_to_frame`)."""
-    records = read_results(path)
-    return records_to_frame(records, missing=missing, source=str(path))
+    """Read a cigeval results JSONL file into an evaluator frame (see :func:`records_to_frame`).
+
+    Lines that cannot be read are skipped (the one policy of :func:`cigeval.read_records`) and
+    listed in ``frame.attrs["skipped_lines"]``, so the coverage report can name them.
+    """
+    from cigeval.results import SkippedLine, read_records
+
+    if not Path(path).is_file():
+        raise InputError(f"cannot read results file {path}: no such file")
+    skipped: list[SkippedLine] = []
+    records = list(read_records(path, skipped))
+    frame = records_to_frame(records, missing=missing, source=str(path))
+    frame.attrs["skipped_lines"] = [str(s) for s in skipped]
+    return frame
 
 
 def guess_format(path: str | Path) -> ScoreFormat:

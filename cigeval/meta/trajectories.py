@@ -19,12 +19,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
-import pandas as pd
+from pydantic import ValidationError
 
 from cigeval.errors import InputError
 from cigeval.meta.scores import record_uid, task_id
+from cigeval.trace import MessageRecord, ModelCallEvent, Trace
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Granularity = Literal["call", "sample"]
 IMAGE_PLACEHOLDER = "<image>"
@@ -58,39 +62,33 @@ def record_score(record: Mapping[str, Any], dimension: str = "SC") -> float | No
     return None if value is None else float(value)
 
 
-def _model_calls(record: Mapping[str, Any], keep_retried: bool) -> list[dict[str, Any]]:
-    calls = [e for e in record.get("trace") or [] if e.get("type") == "model_call"]
+def _model_calls(trace: Trace, keep_retried: bool) -> list[ModelCallEvent]:
+    calls = trace.model_calls()
     if keep_retried:
         return calls
     # A call that was re-asked (a later attempt for the same purpose and sub-question) had an
     # unusable reply; only the attempt that worked is a trajectory worth learning from.
-    last: dict[tuple[Any, Any], int] = {}
+    last: dict[tuple[str, str | None], int] = {}
     for call in calls:
-        key = (call.get("purpose"), call.get("question_id"))
-        last[key] = max(last.get(key, 0), int(call.get("attempt", 1)))
-    return [
-        c
-        for c in calls
-        if int(c.get("attempt", 1)) == last[(c.get("purpose"), c.get("question_id"))]
-    ]
+        key = (call.purpose, call.question_id)
+        last[key] = max(last.get(key, 0), call.attempt)
+    return [c for c in calls if c.attempt == last[(c.purpose, c.question_id)]]
 
 
 _Turn = tuple[dict[str, str], list[str], list[str]]
 
 
-def _convert(messages: list[dict[str, Any]], image_template: str) -> list[_Turn]:
+def _convert(messages: list[MessageRecord], image_template: str) -> list[_Turn]:
     """Each message as (chat message with placeholders, image references, image labels)."""
     turns = []
     for message in messages:
-        pictures = message.get("images") or []
-        placeholders = "".join(f"{IMAGE_PLACEHOLDER}\n" for _ in pictures)
-        content = placeholders + str(message.get("text", ""))
+        placeholders = "".join(f"{IMAGE_PLACEHOLDER}\n" for _ in message.images)
         refs = [
             image_template.format(sha256=p.get("sha256", ""), label=p.get("label", ""))
-            for p in pictures
+            for p in message.images
         ]
-        labels = [str(p.get("label", "")) for p in pictures]
-        turns.append(({"role": str(message["role"]), "content": content}, refs, labels))
+        labels = [str(p.get("label", "")) for p in message.images]
+        turns.append(({"role": message.role, "content": placeholders + message.text}, refs, labels))
     return turns
 
 
@@ -104,20 +102,17 @@ def _conversation(base: dict[str, Any], turns: list[_Turn]) -> dict[str, Any]:
 
 
 def _conversations(
-    record: Mapping[str, Any], calls: list[dict[str, Any]], per: Granularity, image_template: str
+    record: Mapping[str, Any], calls: list[ModelCallEvent], per: Granularity, image_template: str
 ) -> list[dict[str, Any]]:
     base = {"id": record.get("id"), "task": record.get("task"), "model": record.get("model")}
     per_call = []
     for call in calls:
-        turns = _convert(call.get("messages") or [], image_template)
-        turns.append(({"role": "assistant", "content": str(call.get("reply", ""))}, [], []))
+        turns = _convert(call.messages, image_template)
+        turns.append(({"role": "assistant", "content": call.reply}, [], []))
         per_call.append((call, turns))
     if per == "call":
         return [
-            _conversation(
-                {**base, "purpose": call.get("purpose"), "question_id": call.get("question_id")},
-                turns,
-            )
+            _conversation({**base, "purpose": call.purpose, "question_id": call.question_id}, turns)
             for call, turns in per_call
         ]
     # One conversation per sample: a call whose messages continue the conversation so far adds
@@ -188,7 +183,12 @@ def export_trajectories(
             if abs(score - reference) > max_diff:
                 report.skipped["too far from the human score"] += 1
                 continue
-        calls = _model_calls(record, keep_retried)
+        try:
+            trace = Trace.model_validate({"events": record.get("trace") or []})
+        except ValidationError:
+            report.skipped["unreadable trace"] += 1
+            continue
+        calls = _model_calls(trace, keep_retried)
         conversations = _conversations(record, calls, per, image_template)
         if not conversations:
             report.skipped["no model calls in the trace"] += 1

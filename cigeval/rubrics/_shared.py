@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from cigeval.agent.labels import role_label
 from cigeval.errors import ConfigError, ParseError
 from cigeval.messages import ImagePart, TextPart
 from cigeval.prompts import render
-from cigeval.runtime import SampleRun
-from cigeval.score import Score
+from cigeval.sample_run import SampleRun
+from cigeval.score import Verdict
 
 
 def rubric_options(run: SampleRun, rubric: str, known: Iterable[str]) -> dict[str, Any]:
@@ -53,7 +52,7 @@ def labelled_images(
     """Message parts ``Image k: <label>`` + image for each role, numbered from 1 in order."""
     parts: list[TextPart | ImagePart] = []
     for index, role in enumerate(roles, start=1):
-        label = (labels or {}).get(role) or role_label(role)
+        label = (labels or {}).get(role) or run.task.role_label(role)
         parts.append(TextPart(f"Image {index}: {label}"))
         parts.append(ImagePart(run.encode(run.images[role]), role))
     return parts
@@ -64,19 +63,10 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-def error_score(
-    run: SampleRun, rubric: str, exc: Exception, details: dict[str, Any] | None = None
-) -> Score:
-    """An ``error`` Score for ``exc`` with no value, dimensions or sub-scores.
+def failed_verdict(exc: Exception, details: dict[str, Any] | None = None) -> Verdict:
+    """A failed Verdict for ``exc``, with no value, dimensions or sub-scores.
 
-    The message has the same ``ParseError: ...`` form the runner gives errors it catches.
+    The message has the same ``ParseError: ...`` form the evaluator gives errors it catches.
     """
     kind = "ParseError" if isinstance(exc, ParseError) else type(exc).__name__
-    return Score(
-        id=run.sample.id,
-        task=run.sample.task,
-        rubric=rubric,
-        status="error",
-        error=f"{kind}: {exc}",
-        details=details or {},
-    )
+    return Verdict.failure(f"{kind}: {exc}", details=details or {})

@@ -20,17 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from cigeval.errors import ConfigError
-from cigeval.rubrics.base import register_rubric
 from cigeval.rubrics.factor_rubric import AggregateFunction, Factor, FactorRubric
+from cigeval.rubrics.registry import register_rubric
 
 __all__ = ["AggregateFunction", "Factor", "FactorRubric", "define_rubric"]
 
 
 def define_rubric(
     name: str,
-    factors: Mapping[str, str | Factor] | Sequence[Factor],
+    factors: Mapping[str, str | Factor | Mapping[str, Any]] | Sequence[Factor],
     *,
     scale: tuple[int, int] = (1, 7),
     template: str | Path | None = None,
@@ -46,17 +47,15 @@ def define_rubric(
 ) -> FactorRubric:
     """Build a :class:`FactorRubric` and (by default) register it under ``name``.
 
-    ``factors`` maps each JSON key to a one-sentence definition (or to a :class:`Factor` for
-    checks and score bands), or is a list of Factors. ``anchors`` gives one label per scale
+    ``factors`` maps each JSON key to a one-sentence definition, or to a :class:`Factor` or a
+    dict of its fields (``definition``, ``checks``, ``high``, ``low``, ``title``) for checks and
+    score bands; or it is a list of Factors. ``anchors`` gives one label per scale
     point for "offline" and/or "online" (the 7-point labels are the default on a 1-7 scale).
     Other arguments are those of :class:`FactorRubric`. After registering, the rubric is
     selected like any built-in: ``Evaluator(model, rubric=name)`` or ``--rubric name``.
     """
     if isinstance(factors, Mapping):
-        built = [
-            value if isinstance(value, Factor) else Factor(key=key, definition=str(value))
-            for key, value in factors.items()
-        ]
+        built = [_factor(key, value) for key, value in factors.items()]
         mismatched = [f.key for k, f in zip(factors, built, strict=True) if f.key != k]
         if mismatched:
             raise ConfigError(f"factor keys {mismatched} differ from their mapping keys")
@@ -78,3 +77,17 @@ def define_rubric(
     if register:
         register_rubric(rubric, replace=replace)
     return rubric
+
+
+def _factor(key: str, value: str | Factor | Mapping[str, Any]) -> Factor:
+    if isinstance(value, Factor):
+        return value
+    if isinstance(value, Mapping):
+        fields: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list | tuple) else v for k, v in value.items()
+        }
+        try:
+            return Factor(key, **fields)
+        except TypeError as exc:
+            raise ConfigError(f"factor {key!r}: {exc}") from None
+    return Factor(key=key, definition=str(value))

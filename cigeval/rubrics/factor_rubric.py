@@ -22,16 +22,16 @@ from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.prompts import render_string
 from cigeval.rubrics._shared import (
     choice_option,
-    error_score,
+    failed_verdict,
     labelled_images,
     render_for,
     rubric_options,
 )
-from cigeval.rubrics.base import aggregate_scores
 from cigeval.rubrics.factor_parsing import FactorReplySpec, parse_factor_reply
-from cigeval.runtime import SampleRun
+from cigeval.rules import aggregate as aggregate_rule
 from cigeval.sample import Sample
-from cigeval.score import Score, SubScore
+from cigeval.sample_run import SampleRun
+from cigeval.score import SubScore, Verdict
 
 #: Images shown per mode, in order: the standard to judge against, then the edited image.
 MODE_ROLES: dict[str, tuple[str, str]] = {
@@ -255,7 +255,7 @@ class FactorRubric:
             total = sum(weights.values())
             raw = sum(weights[k] * scores[k] for k in scores) / total
         else:
-            raw = aggregate_scores([float(v) for v in scores.values()], self.aggregate)
+            raw = aggregate_rule([float(v) for v in scores.values()], self.aggregate)
         return (raw - low) / (high - low)
 
     def value_mapping(self) -> str:
@@ -266,8 +266,8 @@ class FactorRubric:
         how = "weighted mean" if isinstance(self.aggregate, Mapping) else self.aggregate
         return f"({how} - {low}) / {high - low}"
 
-    async def evaluate(self, run: SampleRun) -> Score:
-        """One judge call (plus re-asks); an ``error`` Score when the reply never validates."""
+    async def evaluate(self, run: SampleRun) -> Verdict:
+        """One judge call (plus re-asks); a failed Verdict when the reply never validates."""
         mode = self.resolve_mode(run)
         spec = self.reply_spec(run, mode)
         details: dict[str, Any] = {"mode": mode, "scale": list(self.scale)}
@@ -278,16 +278,12 @@ class FactorRubric:
                 lambda text: parse_factor_reply(text, spec),
             )
         except ParseError as exc:
-            return error_score(run, self.name, exc, details)
+            return failed_verdict(exc, details)
         results: dict[str, dict[str, Any]] = reply[spec.result_key]
         scores = {key: int(entry["score"]) for key, entry in results.items()}
         details.update(reply)
         details["value_mapping"] = self.value_mapping()
-        return Score(
-            id=run.sample.id,
-            task=run.sample.task,
-            rubric=self.name,
-            status="ok",
+        return Verdict(
             value=self.value(scores),
             sub_scores=[
                 SubScore(

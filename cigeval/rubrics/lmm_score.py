@@ -21,7 +21,7 @@ from cigeval.errors import InputError, ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.rubrics._shared import (
     choice_option,
-    error_score,
+    failed_verdict,
     int_option,
     render_for,
     rubric_options,
@@ -34,9 +34,9 @@ from cigeval.rubrics.lmm_results import (
     parse_lmm_scores,
     tie_warnings,
 )
-from cigeval.runtime import SampleRun
 from cigeval.sample import Sample
-from cigeval.score import Score, SubScore
+from cigeval.sample_run import SampleRun
+from cigeval.score import SubScore, Verdict
 
 #: Sample.metadata keys that may hold one display label per edited image (e.g. method names).
 LABEL_KEYS = ("labels", "methods")
@@ -121,8 +121,8 @@ class LmmScoreRubric:
         conversation.append(Message.text("assistant", reply.strip() or "(no reply)"))
         return reply
 
-    async def evaluate(self, run: SampleRun) -> Score:
-        """Run the conversation; an ``error`` Score (no numbers) if the scores never parse."""
+    async def evaluate(self, run: SampleRun) -> Verdict:
+        """Run the conversation; a failed Verdict (no numbers) if the scores never parse."""
         options = rubric_options(run, self.name, OPTIONS)
         value_mode = choice_option(options, "value", "mean", ("mean", "first"))
         sample = run.sample
@@ -192,7 +192,7 @@ class LmmScoreRubric:
                 "rubric:lmm_score:score", conversation, lambda t: parse_lmm_scores(t, count)
             )
         except ParseError as exc:
-            return error_score(run, self.name, exc, base)
+            return failed_verdict(exc, base)
         return self._score(run, results, labels, analyses, value_mode, base)
 
     def _score(
@@ -203,7 +203,7 @@ class LmmScoreRubric:
         analyses: dict[int, str],
         value_mode: str,
         base: dict[str, Any],
-    ) -> Score:
+    ) -> Verdict:
         totals = [r.s_all for r in results]
         ranks = competition_ranks(totals)
         images = [
@@ -231,11 +231,7 @@ class LmmScoreRubric:
             )
             for i, r in enumerate(results, start=1)
         ]
-        return Score(
-            id=run.sample.id,
-            task=run.sample.task,
-            rubric=self.name,
-            status="ok",
+        return Verdict(
             value=value,
             sub_scores=sub_scores,
             details={

@@ -13,15 +13,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from cigeval.agent.labels import CONDITION_LABELS, role_label
 from cigeval.errors import InputError, ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.parsing import extract_json, parse_score
-from cigeval.rubrics._shared import choice_option, error_score, render_for, rubric_options
-from cigeval.runtime import SampleRun
+from cigeval.rubrics._shared import choice_option, failed_verdict, render_for, rubric_options
 from cigeval.sample import Sample
-from cigeval.score import Score, SubScore
-from cigeval.tasks.spec import SubQuestion, TaskSpec, get_task
+from cigeval.sample_run import SampleRun
+from cigeval.score import SubScore, Verdict
+from cigeval.tasks import SubQuestion, TaskSpec, get_task
 
 #: The PQ items, in the order the judge lists them.
 PQ_ITEMS: tuple[tuple[str, str], ...] = (
@@ -91,7 +90,7 @@ def build_sc_messages(run: SampleRun, spec: TaskSpec) -> list[Message]:
     shown = image_plan(run, spec.sub_questions)
     parts: list[TextPart | ImagePart] = []
     for number, role in enumerate(shown, start=1):
-        parts.append(TextPart(f"Image {number}: {role_label(role)}"))
+        parts.append(TextPart(f"Image {number}: {spec.role_label(role)}"))
         parts.append(ImagePart(run.encode(run.images[role]), role))
     questions: list[dict[str, Any]] = []
     for question in spec.sub_questions:
@@ -108,11 +107,9 @@ def build_sc_messages(run: SampleRun, spec: TaskSpec) -> list[Message]:
                 "id": question.id,
                 "images": " and ".join(names),
                 "mapping": mapping,
-                "rules": render_for(run, f"{question.template}.j2"),
+                "rules": question.rules_text(run.sample, run.config.prompt_dir),
                 "condition": condition,
-                "condition_label": CONDITION_LABELS.get(
-                    question.condition_field or "", "Condition"
-                ),
+                "condition_label": question.condition_label() or "Condition",
             }
         )
     count = len(spec.sub_questions)
@@ -135,7 +132,7 @@ def build_sc_messages(run: SampleRun, spec: TaskSpec) -> list[Message]:
 def build_pq_messages(run: SampleRun) -> list[Message]:
     """The PQ request: the output image and the naturalness/artifacts rules."""
     parts = (
-        TextPart(f"Image 1: {role_label('output')}"),
+        TextPart(f"Image 1: {run.task.role_label('output')}"),
         ImagePart(run.encode(run.images["output"]), "output"),
         TextPart(render_for(run, "rubric_viescore_pq.j2")),
     )
@@ -148,8 +145,8 @@ def build_pq_messages(run: SampleRun) -> list[Message]:
 class ViescoreRubric:
     """VIEScore: SC and PQ lists from two plain judge calls; O = sqrt(SC * PQ).
 
-    ``Score.value`` is O unless ``rubric_options={"primary": "SC" | "PQ"}``;
-    ``Score.dimensions`` holds SC, PQ and O in [0, 1]; ``sub_scores`` one 0-10 entry per SC
+    The value is O unless ``rubric_options={"primary": "SC" | "PQ"}``;
+    ``dimensions`` holds SC, PQ and O in [0, 1]; ``sub_scores`` one 0-10 entry per SC
     sub-question plus ``pq_naturalness`` and ``pq_artifacts``. Within each dimension the
     scores combine by min, as VIEScore defines (``config.aggregate`` is not used).
     """
@@ -164,11 +161,11 @@ class ViescoreRubric:
         """The task's required text fields and images, as for the agentic rubric."""
         get_task(sample.task).validate_sample(sample)
 
-    async def evaluate(self, run: SampleRun) -> Score:
-        """Ask SC, then PQ; an ``error`` Score (no numbers) if either never parses."""
+    async def evaluate(self, run: SampleRun) -> Verdict:
+        """Ask SC, then PQ; a failed Verdict (no numbers) if either never parses."""
         options = rubric_options(run, self.name, ["primary"])
         primary = choice_option(options, "primary", "O", ("SC", "PQ", "O"))
-        spec = get_task(run.sample.task)
+        spec = run.task
         questions = spec.sub_questions
         try:
             sc = await run.judge.ask(
@@ -177,7 +174,7 @@ class ViescoreRubric:
                 lambda text: parse_score_list(text, len(questions)),
             )
         except ParseError as exc:
-            return error_score(run, self.name, exc, {"failed_dimension": "SC"})
+            return failed_verdict(exc, {"failed_dimension": "SC"})
         try:
             pq = await run.judge.ask(
                 "rubric:viescore:PQ",
@@ -185,7 +182,7 @@ class ViescoreRubric:
                 lambda text: parse_score_list(text, len(PQ_ITEMS)),
             )
         except ParseError as exc:
-            return error_score(run, self.name, exc, {"failed_dimension": "PQ"})
+            return failed_verdict(exc, {"failed_dimension": "PQ"})
         sc_value = min(sc.scores) / 10.0
         pq_value = min(pq.scores) / 10.0
         dimensions = {"SC": sc_value, "PQ": pq_value, "O": math.sqrt(sc_value * pq_value)}
@@ -196,11 +193,7 @@ class ViescoreRubric:
             SubScore(question_id=qid, question=text, score=s, reasoning=pq.reasoning)
             for (qid, text), s in zip(PQ_ITEMS, pq.scores, strict=True)
         ]
-        return Score(
-            id=run.sample.id,
-            task=run.sample.task,
-            rubric=self.name,
-            status="ok",
+        return Verdict(
             value=dimensions[primary],
             dimensions=dict(dimensions),
             sub_scores=sub_scores,

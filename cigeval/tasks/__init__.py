@@ -1,8 +1,15 @@
-"""Task specifications: the seven built-in tasks and a registry for more."""
+"""Tasks: what a sample of each kind needs and the sub-questions it is judged on.
+
+The seven tasks of the paper are built in; add your own with :func:`register_task` (a
+:class:`TaskSpec`), from a JSON/YAML file with :func:`load_tasks_file` (``--tasks-file`` on
+the command line), or from a plugin package's ``cigeval.tasks`` entry point.
+"""
 
 from cigeval.tasks import builtin as _builtin  # noqa: F401  (registers the built-ins)
+from cigeval.tasks.files import load_tasks_file, read_tasks_file
 from cigeval.tasks.ids import IMAGENHUB_TASK_NAMES, PAPER_TASK_ORDER, TASK_IDS, TaskId
-from cigeval.tasks.spec import SubQuestion, TaskSpec, get_task, register_task
+from cigeval.tasks.registry import get_task, register_task, task_names
+from cigeval.tasks.spec import SubQuestion, TaskSpec
 
 __all__ = [
     "IMAGENHUB_TASK_NAMES",
@@ -12,5 +19,8 @@ __all__ = [
     "TaskId",
     "TaskSpec",
     "get_task",
+    "load_tasks_file",
+    "read_tasks_file",
     "register_task",
+    "task_names",
 ]

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cigeval.sample import Sample
-from cigeval.tasks.spec import SubQuestion, TaskSpec, register_task
+from cigeval.tasks.registry import register_task
+from cigeval.tasks.spec import SubQuestion, TaskSpec
 
 
 def _subject(sample: Sample) -> str | None:

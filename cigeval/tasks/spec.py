@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cigeval.errors import InputError
+from cigeval.tasks.labels import condition_label, role_label
 
 if TYPE_CHECKING:
     from cigeval.sample import Sample
@@ -17,7 +18,9 @@ class SubQuestion:
     """One fine-grained question of a task, judged 0-10 on its own.
 
     ``image_roles`` are the images shown to the judge, in order (e.g. ``("source", "output")``).
-    ``template`` names the scoring-rules template in ``cigeval/prompts``.
+    The scoring rules shown to the judge come from ``template`` (a template name in
+    ``cigeval/prompts``, replaceable with ``--prompt-dir``) or from ``rules`` (the text itself,
+    as user tasks give it; Jinja, with the sample's text fields as variables).
     ``condition_field`` is the text shown with the rules (prompt, instruction, subject, ...).
     ``default_query`` gives the Grounding noun phrase when the planner names none.
     """
@@ -25,9 +28,14 @@ class SubQuestion:
     id: str
     question: str
     image_roles: tuple[str, ...]
-    template: str
+    template: str | None = None
     condition_field: str | None = None
     default_query: Callable[[Sample], str | None] | None = field(default=None, compare=False)
+    rules: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.template is None) == (self.rules is None):
+            raise ValueError(f"sub-question {self.id!r} needs exactly one of template or rules")
 
     def condition_text(self, sample: Sample) -> str | None:
         """The text condition shown with this question, if any."""
@@ -37,34 +45,65 @@ class SubQuestion:
             index = int(self.condition_field[len("concepts[") : -1])
             concepts = sample.concepts or []
             return concepts[index] if index < len(concepts) else None
-        value = getattr(sample, self.condition_field)
+        value = getattr(sample, self.condition_field, None)
         return None if value is None else str(value)
+
+    def condition_label(self) -> str:
+        """How the condition text is introduced to the judge, e.g. 'Editing instruction'."""
+        return condition_label(self.condition_field) if self.condition_field else ""
+
+    def rules_text(self, sample: Sample, prompt_dir: str | None = None) -> str:
+        """The scoring rules the judge reads for this question."""
+        from cigeval.prompts import render, render_string
+
+        if self.rules is not None:
+            return render_string(self.rules, **sample.text_fields())
+        return render(f"{self.template}.j2", prompt_dir=prompt_dir)
 
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """A conditional generation task: its inputs and its sub-questions."""
+    """A conditional generation task: its inputs and its sub-questions.
+
+    ``image_labels`` names image roles for the judge where the default labels do not fit
+    (user tasks with roles of their own); ``processed_condition`` tells the planner that tools
+    do not help on the condition image (edges, depth maps, poses).
+    """
 
     id: str
     title: str
     text_fields: tuple[str, ...]
     image_roles: tuple[str, ...]
     sub_questions: tuple[SubQuestion, ...]
-    processed_condition: bool = False  # control images: tools do not help on them
+    processed_condition: bool = False
     #: Used when given, not required (e.g. the subject's name, the mask).
     optional_text_fields: tuple[str, ...] = ()
     optional_image_roles: tuple[str, ...] = ()
+    image_labels: Mapping[str, str] = field(default_factory=dict)
+
+    def role_label(self, role: str) -> str:
+        """Describe an image role for the judge, e.g. 'source' -> 'the original image...'."""
+        return self.image_labels.get(role) or role_label(role)
+
+    @property
+    def declared_text_fields(self) -> tuple[str, ...]:
+        """Every text field the task reads, required or optional."""
+        return (*self.text_fields, *self.optional_text_fields)
+
+    @property
+    def declared_image_roles(self) -> tuple[str, ...]:
+        """Every image role the task reads, required or optional."""
+        return (*self.image_roles, *self.optional_image_roles)
 
     def validate_sample(self, sample: Sample) -> None:
         """Raise :class:`InputError` naming every missing field or image of ``sample``."""
         problems: list[str] = []
         for name in self.text_fields:
-            if not getattr(sample, name):
+            if not getattr(sample, name, None):
                 problems.append(f"missing text field {name!r}")
         concepts = sample.concepts
-        wants_concepts = "concepts" in (*self.text_fields, *self.optional_text_fields)
         if (
-            wants_concepts
+            "concepts" in self.declared_text_fields
             and concepts is not None
             and (len(concepts) != 2 or not all(isinstance(v, str) and v for v in concepts))
         ):
@@ -84,20 +123,3 @@ class TaskSpec:
                 problems.append(f"missing image {role!r} (images.{role})")
         if problems:
             raise InputError(f"task {self.id}: " + "; ".join(problems), sample.id)
-
-
-TASK_REGISTRY: dict[str, TaskSpec] = {}
-
-
-def register_task(spec: TaskSpec) -> TaskSpec:
-    """Add or replace a task specification."""
-    TASK_REGISTRY[spec.id] = spec
-    return spec
-
-
-def get_task(task_id: str) -> TaskSpec:
-    """The TaskSpec for ``task_id``; raises KeyError listing the known ids."""
-    try:
-        return TASK_REGISTRY[task_id]
-    except KeyError:
-        raise KeyError(f"unknown task {task_id!r}; known: {', '.join(TASK_REGISTRY)}") from None

@@ -1,31 +1,70 @@
-"""Tools the agent can run on a sub-question's images (paper §3.2) and the tool registry.
+"""Tools the agent can run on a sub-question's images (paper §3.2), and their registry.
 
-Importing this package registers the built-in Grounding, Difference and Scene Graph tools.
-OCR is an example of a user tool: ``register_tool(OCRTool())`` (or naming it in
-``EvalConfig.tools`` / ``--tools``) makes it available.
-Heavy dependencies (torch, transformers, rapidocr) load on a tool's first use, never here.
+Grounding, Difference and Scene Graph are offered by default; OCR is an example of a tool
+offered only when named (``--tools Grounding,OCR``). A tool is any object with ``name``,
+``description`` and ``async run(ctx) -> ToolResult``; add one with :func:`register_tool`.
+Heavy dependencies (torch, transformers, OpenCV, rapidocr) load on a tool's first use.
 """
 
-from collections.abc import Callable, Iterable
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from cigeval.tools.base import Box, Tool, ToolCache, ToolContext, ToolResult
-from cigeval.tools.boxes import merge_boxes
-from cigeval.tools.difference import (
-    DifferenceReport,
-    DifferenceTool,
-    compare_images,
-    find_changed_regions,
-)
-from cigeval.tools.grounding import GroundingDinoDetector, GroundingTool, normalize_query
+
+# Imported here, not lazily: the function shares its name with its module.
 from cigeval.tools.highlight import highlight
-from cigeval.tools.ocr import OCRTool, read_text
-from cigeval.tools.registry import get_tool, register_tool, registered_tools, unregister_tool
-from cigeval.tools.scene_graph import SceneGraphTool
+from cigeval.tools.registry import (
+    get_tool,
+    register_builtin_tools,
+    register_tool,
+    registered_tools,
+    resolve_tools,
+    tool_names,
+    unregister_tool,
+)
+
+if TYPE_CHECKING:
+    from cigeval.tools.boxes import merge_boxes
+    from cigeval.tools.difference import (
+        DifferenceConfig,
+        DifferenceReport,
+        DifferenceTool,
+        compare_images,
+        find_changed_regions,
+    )
+    from cigeval.tools.grounding import (
+        GroundingConfig,
+        GroundingDinoDetector,
+        GroundingTool,
+        normalize_query,
+    )
+    from cigeval.tools.ocr import OCRTool, read_text
+    from cigeval.tools.scene_graph import SceneGraphTool
+
+#: Public names defined in the tool modules, loaded on first access.
+_LAZY = {
+    "merge_boxes": "boxes",
+    "DifferenceConfig": "difference",
+    "DifferenceReport": "difference",
+    "DifferenceTool": "difference",
+    "compare_images": "difference",
+    "find_changed_regions": "difference",
+    "GroundingConfig": "grounding",
+    "GroundingDinoDetector": "grounding",
+    "GroundingTool": "grounding",
+    "normalize_query": "grounding",
+    "OCRTool": "ocr",
+    "read_text": "ocr",
+    "SceneGraphTool": "scene_graph",
+}
 
 __all__ = [
     "Box",
+    "DifferenceConfig",
     "DifferenceReport",
     "DifferenceTool",
+    "GroundingConfig",
     "GroundingDinoDetector",
     "GroundingTool",
     "OCRTool",
@@ -45,45 +84,15 @@ __all__ = [
     "register_tool",
     "registered_tools",
     "resolve_tools",
+    "tool_names",
     "unregister_tool",
 ]
 
 
-def register_builtin_tools() -> None:
-    """Register Grounding, Difference and Scene Graph under their names.
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cigeval.tools' has no attribute {name!r}")
+    import importlib
 
-    Idempotent: a name that is already registered (a built-in from an earlier call, or a
-    user's replacement) is left as it is.
-    """
-    from cigeval.tools.registry import normalize_tool_name
-
-    taken = {normalize_tool_name(tool.name) for tool in registered_tools()}
-    for tool in (GroundingTool(), DifferenceTool(), SceneGraphTool()):
-        if normalize_tool_name(tool.name) not in taken:
-            register_tool(tool)
-
-
-def resolve_tools(names: Iterable[str] | None) -> list[Tool]:
-    """The tools named (any spelling ``get_tool`` accepts), or every registered tool for None.
-
-    Shipped tools that are not registered by default (``OCR``) are registered when named, so
-    ``--tools Grounding,OCR`` works from the command line. Unknown names raise ConfigError.
-    """
-    from cigeval.tools.registry import normalize_tool_name
-
-    if names is None:
-        return registered_tools()
-    tools = []
-    for name in names:
-        key = normalize_tool_name(name)
-        known = {normalize_tool_name(t.name) for t in registered_tools()}
-        if key not in known and key in _OPTIONAL_TOOLS:
-            register_tool(_OPTIONAL_TOOLS[key]())
-        tools.append(get_tool(name))
-    return tools
-
-
-#: Shipped tools registered only when asked for by name.
-_OPTIONAL_TOOLS: dict[str, Callable[[], Tool]] = {"ocr": OCRTool}
-
-register_builtin_tools()
+    return getattr(importlib.import_module(f"cigeval.tools.{module}"), name)

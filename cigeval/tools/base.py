@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from PIL import Image
 
-from cigeval.config import EvalConfig
 from cigeval.images import EncodedImage
 from cigeval.messages import Message
 from cigeval.sample import Sample
 from cigeval.tasks.spec import SubQuestion
+
+if TYPE_CHECKING:
+    from cigeval.config import EvalConfig
 
 
 @dataclass(frozen=True)

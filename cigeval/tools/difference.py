@@ -13,11 +13,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-import cv2
 import numpy as np
 from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field
 
-from cigeval.config import DifferenceConfig
 from cigeval.images import load_mask, to_rgb
 from cigeval.tools._format import box_record, fmt_box, fmt_boxes, percent
 from cigeval.tools.base import Box, ToolContext, ToolResult
@@ -29,6 +28,45 @@ CHANGED = "changed"
 INSIDE_MASK = "changed inside mask"
 OUTSIDE_MASK = "changed outside mask"
 MASK_REGION = "mask region"
+
+
+class DifferenceConfig(BaseModel):
+    """Pixel-difference settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    blur_kernel: int = Field(
+        5,
+        ge=1,
+        description="Gaussian blur size before differencing (odd)",
+        json_schema_extra={"flag": "--diff-blur"},
+    )
+    threshold: int = Field(
+        30,
+        ge=0,
+        le=255,
+        description="per-pixel change threshold (0-255)",
+        json_schema_extra={"flag": "--diff-threshold"},
+    )
+    dilation: int = Field(
+        7,
+        ge=0,
+        description="dilation kernel size joining nearby changes",
+        json_schema_extra={"flag": "--diff-dilation"},
+    )
+    min_area_fraction: float = Field(
+        0.0005,
+        ge=0,
+        le=1,
+        description="regions smaller than this fraction of the image are noise",
+        json_schema_extra={"flag": "--diff-min-area"},
+    )
+    max_regions: int = Field(
+        20,
+        ge=1,
+        description="changed regions reported at most",
+        json_schema_extra={"flag": "--diff-max-regions"},
+    )
 
 
 @dataclass
@@ -66,6 +104,8 @@ def _odd(size: int) -> int:
 
 
 def _as_mask(mask: np.ndarray | Image.Image, width: int, height: int) -> np.ndarray:
+    import cv2  # OpenCV loads on first use, keeping `import cigeval` light
+
     if isinstance(mask, Image.Image):
         mask = np.asarray(mask.convert("L")) > 127
     mask = np.asarray(mask).astype(bool)
@@ -78,6 +118,8 @@ def _as_mask(mask: np.ndarray | Image.Image, width: int, height: int) -> np.ndar
 
 
 def _changed_pixels(a: np.ndarray, b: np.ndarray, config: DifferenceConfig) -> np.ndarray:
+    import cv2  # OpenCV loads on first use, keeping `import cigeval` light
+
     kernel = _odd(config.blur_kernel)
     if kernel > 1:
         a = cv2.GaussianBlur(a, (kernel, kernel), 0)
@@ -89,6 +131,8 @@ def _changed_pixels(a: np.ndarray, b: np.ndarray, config: DifferenceConfig) -> n
 
 
 def _regions(changed: np.ndarray, config: DifferenceConfig, label: str) -> list[Box]:
+    import cv2  # OpenCV loads on first use, keeping `import cigeval` light
+
     if not changed.any():
         return []
     joined: np.ndarray = changed.astype(np.uint8)
@@ -132,6 +176,8 @@ def compare_images(
     those inside and those outside it. Changes within a small margin around the mask count as
     inside, so the blur and blending at the mask's edge are not reported as over-editing.
     """
+    import cv2  # OpenCV loads on first use, keeping `import cigeval` light
+
     rgb_a, rgb_b = to_rgb(a), to_rgb(b)
     width, height = rgb_a.size
     arr_a = np.asarray(rgb_a)

@@ -1,45 +1,98 @@
-"""A registry of tools by name; users add their own with :func:`register_tool`."""
+"""The tool registry: the tools the planner may choose, by name.
+
+Grounding, Difference and Scene Graph are registered (lazily: nothing heavy loads until a tool
+is used) and offered by default. Shipped tools that are offered only on request (OCR) join the
+registry the first time they are named, e.g. ``--tools Grounding,OCR``. Users add their own
+with :func:`register_tool`, and plugin packages through the ``cigeval.tools`` entry point.
+"""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 
 from cigeval.errors import ConfigError
+from cigeval.registry import Registry, load_object, normalize_name
 from cigeval.tools.base import Tool
 
-_TOOLS: dict[str, Tool] = {}
+#: The tools offered by default, as lazy import paths.
+BUILTIN_TOOLS: dict[str, str] = {
+    "Grounding": "cigeval.tools.grounding:GroundingTool",
+    "Difference": "cigeval.tools.difference:DifferenceTool",
+    "Scene Graph": "cigeval.tools.scene_graph:SceneGraphTool",
+}
+#: Shipped tools registered only when asked for by name.
+ON_REQUEST_TOOLS: dict[str, str] = {"OCR": "cigeval.tools.ocr:OCRTool"}
+
+
+def _as_tool(item: object) -> Tool:
+    if isinstance(item, type):
+        item = item()
+    if not isinstance(item, Tool):
+        raise ConfigError(f"{item!r} is not a Tool: it needs name, description and async run()")
+    return item
+
+
+TOOLS: Registry[Tool] = Registry("tool", entry_point_group="cigeval.tools", coerce=_as_tool)
 
 
 def normalize_tool_name(name: str) -> str:
-    """Case-, space- and underscore-insensitive key: 'Scene Graph' == 'scene_graph'."""
-    return re.sub(r"[\s_\-]+", "", name).lower()
+    """Case-, space-, hyphen- and underscore-insensitive key: 'Scene Graph' == 'scene_graph'."""
+    return normalize_name(name)
 
 
 def register_tool(tool: Tool, *, replace: bool = False) -> Tool:
-    """Make ``tool`` available to the planner under ``tool.name``."""
-    if not isinstance(tool, Tool):
-        raise ConfigError(f"{tool!r} is not a Tool: it needs name, description and async run()")
-    key = normalize_tool_name(tool.name)
-    if key in _TOOLS and not replace:
-        raise ConfigError(f"a tool named {tool.name!r} is already registered (pass replace=True)")
-    _TOOLS[key] = tool
-    return tool
+    """Make ``tool`` available to the planner under ``tool.name`` (offered by default)."""
+    checked = _as_tool(tool)
+    return TOOLS.register(checked.name, checked, replace=replace)
 
 
 def unregister_tool(name: str) -> None:
     """Remove a tool (no error if absent)."""
-    _TOOLS.pop(normalize_tool_name(name), None)
+    TOOLS.unregister(name)
+
+
+def register_builtin_tools() -> None:
+    """Register Grounding, Difference and Scene Graph where their names are free.
+
+    Idempotent: a name that is already registered (a built-in from an earlier call, or a
+    user's replacement) is left as it is.
+    """
+    for name, path in BUILTIN_TOOLS.items():
+        if name not in TOOLS:
+            TOOLS.register_lazy(name, path)
 
 
 def get_tool(name: str) -> Tool:
-    """The tool registered under ``name`` (any spelling accepted by normalize_tool_name)."""
-    try:
-        return _TOOLS[normalize_tool_name(name)]
-    except KeyError:
-        known = ", ".join(t.name for t in _TOOLS.values())
-        raise ConfigError(f"unknown tool {name!r}; registered tools: {known}") from None
+    """The tool registered as ``name`` (any spelling); on-request tools are registered here."""
+    if name not in TOOLS:
+        shipped = {normalize_name(k): v for k, v in ON_REQUEST_TOOLS.items()}.get(
+            normalize_name(name)
+        )
+        if shipped is None:
+            choices = [*TOOLS.names(), *(n for n in ON_REQUEST_TOOLS if n not in TOOLS)]
+            raise ConfigError(f"unknown tool {name!r}; choose one of: {', '.join(choices)}")
+        register_tool(_as_tool(load_object(shipped)))
+    return TOOLS.get(name)
+
+
+def tool_names() -> list[str]:
+    """Names of the registered tools (those offered when no tool list is given)."""
+    return TOOLS.names()
 
 
 def registered_tools() -> list[Tool]:
-    """All registered tools in registration order."""
-    return list(_TOOLS.values())
+    """The registered tools, in registration order."""
+    return [TOOLS.get(name) for name in TOOLS.names()]
+
+
+def resolve_tools(names: Iterable[str] | None) -> list[Tool]:
+    """The tools named (any spelling), or every registered tool for None.
+
+    Unknown names raise ConfigError listing the choices.
+    """
+    if names is None:
+        return registered_tools()
+    return [get_tool(name) for name in names]
+
+
+register_builtin_tools()

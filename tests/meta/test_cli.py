@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cigeval.meta.cli import add_meta_subparser, run_meta
+from cigeval.cli.meta import add_meta_subparser, run_meta
 from cigeval.tasks.ids import PAPER_TASK_ORDER
 
 
@@ -156,13 +156,13 @@ def test_export_command(tmp_path: Path, capsys) -> None:
     assert status == 0 and "wrote 1 conversations from 1 of 1 records" in out
 
 
-def test_python_dash_m_runs_standalone(
+def test_python_dash_m_runs_the_command(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Runs the module the way ``python -m cigeval.meta`` does, without a second interpreter.
-    argv = ["python -m cigeval.meta", "imagenhub", "--human", "--round", "4", "--json"]
+    # Runs the package the way ``python -m cigeval meta`` does, without a second interpreter.
+    argv = ["python -m cigeval", "meta", "imagenhub", "--human", "--round", "4", "--json"]
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(SystemExit) as exit_info:
-        runpy.run_module("cigeval.meta", run_name="__main__", alter_sys=True)
+        runpy.run_module("cigeval", run_name="__main__", alter_sys=True)
     assert exit_info.value.code == 0
     assert json.loads(capsys.readouterr().out)["average"] == 0.47

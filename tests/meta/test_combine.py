@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from cigeval.errors import ConfigError, InputError
-from cigeval.meta import combine_scores, majority, meta_evaluate, records_to_frame, trimmed_mean
-from cigeval.meta.combine import rule_function
+from cigeval.meta import combine_scores, meta_evaluate, records_to_frame
+from cigeval.rules import combine, majority, trimmed_mean
 
 
 def _frame(scores: dict[str, float | None], failed: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -44,7 +44,7 @@ def _frame(scores: dict[str, float | None], failed: tuple[str, ...] = ()) -> pd.
     ],
 )
 def test_rules(rule: str, values: list[float], expected: float) -> None:
-    assert rule_function(rule)(np.array(values)) == pytest.approx(expected)
+    assert combine(values, rule, grid=0.1) == pytest.approx(expected)
 
 
 def test_trimmed_mean_and_majority_options() -> None:
@@ -53,8 +53,10 @@ def test_trimmed_mean_and_majority_options() -> None:
     assert majority([0.4, 0.6, 1.0], grid=0.5) == 0.5
     with pytest.raises(ConfigError):
         majority([0.5], grid=0)
-    with pytest.raises(InputError, match="unknown combine rule"):
-        rule_function("vote")
+    with pytest.raises(ConfigError, match="unknown combine rule"):
+        combine([0.5], "vote")
+    with pytest.raises(ConfigError, match="unknown combine rule"):
+        combine_scores([_frame({"u1": 0.5})], "vote")
 
 
 def test_combine_keeps_only_images_all_sources_scored() -> None:

@@ -28,7 +28,7 @@ def gpt4o_1shot(scores_dir: Path):
 
 def test_published_human_row_with_rounding(reference: dict[str, Any]) -> None:
     published = reference["cigeval_table1_SC_spearman"]["human_raters"]
-    result = human_baseline("SC", aggregate="paper", round_to=4)
+    result = human_baseline("SC", averaging="paper", round_to=4)
     assert [result.tasks[t] for t in PAPER_TASK_ORDER] + [result.average] == published
     assert published == [0.5044, 0.539, 0.423, 0.5443, 0.478, 0.4887, 0.5927, 0.47]
 
@@ -51,7 +51,7 @@ def test_published_viescore_gpt4o_row(reference: dict[str, Any], gpt4o_0shot) ->
 
 def test_true_fisher_z_row(reference: dict[str, Any], gpt4o_0shot) -> None:
     expected = reference["recomputed_from_shared_data"]["gpt4o_0shot_SC_true_fisher_z"]
-    assert _row(meta_evaluate(gpt4o_0shot, "SC", aggregate="fisher_z")) == expected
+    assert _row(meta_evaluate(gpt4o_0shot, "SC", averaging="fisher_z")) == expected
 
 
 def test_gpt4o_1shot(reference: dict[str, Any], scores_dir: Path, gpt4o_1shot) -> None:
@@ -81,7 +81,7 @@ def test_gpt4o_0shot_pq_and_o_close_to_recomputed(
 
 def test_ensemble_of_gpt4o_0shot_and_1shot(gpt4o_0shot, gpt4o_1shot) -> None:
     combined = combine_scores([gpt4o_0shot, gpt4o_1shot], "mean")
-    result = meta_evaluate(combined, "SC", aggregate="paper")
+    result = meta_evaluate(combined, "SC", averaging="paper")
     assert result.average == pytest.approx(0.4638, abs=1e-3)
     assert round(result.average, 4) == 0.4638
     assert result.coverage_totals()["used"] == 4801

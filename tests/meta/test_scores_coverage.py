@@ -155,8 +155,13 @@ def test_duplicate_keys_and_bad_json(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="share a"):
         records_to_frame([record, record])
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": 1}\n{not json\n', encoding="utf-8")
-    with pytest.raises(InputError, match="line 2"):
-        load_scores(bad)
+    bad.write_text(json.dumps(record) + "\n{not json\n", encoding="utf-8")
+    frame = load_scores(bad)  # the unreadable line is skipped, and named
+    assert len(frame) == 1
+    assert [s.split(":")[0] for s in frame.attrs["skipped_lines"]] == ["line 2"]
+    incomplete = tmp_path / "incomplete.jsonl"
+    incomplete.write_text('{"id": 1}\n', encoding="utf-8")
+    with pytest.raises(InputError, match="record 1: missing field"):
+        load_scores(incomplete)
     with pytest.raises(InputError, match="cannot read"):
         load_scores(tmp_path / "absent.jsonl")

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from cigeval.meta import export_trajectories, load_human_ratings, make_split, read_results
+from cigeval.meta import export_trajectories, load_human_ratings, make_split
+from cigeval.results import read_records
 from cigeval.trace import ActionEvent, MessageRecord, ModelCallEvent
 
 TASK, MODEL = "text_guided_ie", "MagicBrush"
@@ -113,7 +114,7 @@ def test_filters_by_human_agreement_status_and_split(
     results = tmp_path / "results.jsonl"
     results.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     out = tmp_path / "train.jsonl"
-    report = export_trajectories(read_results(results), out, max_diff=0.3)
+    report = export_trajectories(read_records(results), out, max_diff=0.3)
     assert report.samples == 1 and report.records == 4
     assert {json.loads(line)["id"] for line in out.read_text().splitlines()} == {close}
     assert report.skipped == {

@@ -9,12 +9,12 @@ from PIL import Image
 
 from cigeval.backends.scripted import ScriptedBackend
 from cigeval.config import EvalConfig, RunConfig
+from cigeval.evaluation import Evaluator
 from cigeval.images import EncodedImage
-from cigeval.judge import JudgeSession
 from cigeval.messages import ImagePart, Message, ModelRequest
-from cigeval.runner import Evaluator
-from cigeval.runtime import SampleRun, load_sample_images
-from cigeval.sample import Sample
+from cigeval.sample import Sample, load_sample_images
+from cigeval.sample_run import SampleRun
+from cigeval.session import JudgeSession
 from cigeval.trace import Trace
 
 COLOURS = {

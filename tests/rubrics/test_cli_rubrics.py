@@ -12,7 +12,7 @@ import pytest
 
 from cigeval.backends.scripted import ScriptedBackend
 from cigeval.meta.scores import load_cigeval_results
-from cigeval.results_io import read_records
+from cigeval.results.jsonl import read_records
 from cigeval.rubrics.viescore import ViescoreRubric
 from tests.cli_support import evaluate_cli
 from tests.openai_server import FakeOpenAIServer

@@ -11,7 +11,7 @@ from cigeval.errors import ConfigError
 from cigeval.meta.scores import records_to_frame
 from cigeval.prompts import render
 from cigeval.rubrics.viescore import ViescoreRubric, parse_score_list
-from cigeval.tasks.spec import get_task
+from cigeval.tasks import get_task
 
 from .support import (
     COLOURS,

@@ -20,15 +20,13 @@ from cigeval.tools import (
     registered_tools,
     unregister_tool,
 )
-from cigeval.tools import registry as registry_module
+from cigeval.tools.registry import TOOLS
 
 
 @pytest.fixture(autouse=True)
 def _restore_registry() -> Iterator[None]:
-    saved = dict(registry_module._TOOLS)
-    yield
-    registry_module._TOOLS.clear()
-    registry_module._TOOLS.update(saved)
+    with TOOLS.scoped():
+        yield
 
 
 def test_builtins_registered_on_import() -> None:

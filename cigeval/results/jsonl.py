@@ -1,31 +1,73 @@
-"""Results JSONL: append one record per finished sample, survive kill -9, resume."""
+"""Results JSONL: one record per line, appended as samples finish; survives kill -9; resumes.
+
+One policy for lines that cannot be read, wherever results are read (resume, meta-evaluation,
+trajectory export, reports): the line is skipped, never fatal, and listed with its number and
+the reason when the caller passes a ``skipped`` list. A last line without its newline is what
+a killed run leaves behind; it is skipped the same way (and cut off before a resumed run
+appends).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from cigeval.score import Score
 
 
-def read_records(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield the complete records of a results file, skipping a torn last line."""
+@dataclass(frozen=True)
+class SkippedLine:
+    """A results line that was not read: its 1-based number and why."""
+
+    line_number: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line_number}: {self.reason}"
+
+
+def _record(raw: bytes) -> dict[str, Any] | str:
+    """The record on one line, or the reason it is not one."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON ({str(exc)[:80]})"
+    if not isinstance(record, dict) or "id" not in record:
+        return "not a results record (a JSON object with an id)"
+    return record
+
+
+def read_records(
+    path: str | Path, skipped: list[SkippedLine] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield the records of a results file, in order; unreadable lines are skipped.
+
+    Pass a list as ``skipped`` to learn which lines were skipped and why. A missing file has
+    no records.
+    """
     path = Path(path)
     if not path.exists():
         return
-    with path.open("r", encoding="utf-8") as handle:
-        for line in handle:
-            if not line.endswith("\n"):
-                break  # written partially when the previous run was killed
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
                 continue
-            if isinstance(record, dict) and "id" in record:
-                yield record
+            if not raw.endswith(b"\n"):
+                reason: dict[str, Any] | str = "incomplete last line (a run was interrupted)"
+            else:
+                reason = _record(raw)
+            if isinstance(reason, dict):
+                yield reason
+            elif skipped is not None:
+                skipped.append(SkippedLine(number, reason))
 
 
 def repair_tail(path: Path) -> int:
@@ -62,7 +104,8 @@ class ResultsWriter:
     With ``resume`` the existing file is kept: a torn last line is removed, and
     :attr:`finished` holds the ids already recorded so they are skipped. With
     ``retry_errors`` records with status ``error`` are dropped (atomically) so those samples
-    run again. Without ``resume`` an existing file is replaced.
+    run again. Without ``resume`` an existing file is replaced. Lines that cannot be read are
+    listed in :attr:`skipped`.
     """
 
     def __init__(
@@ -76,12 +119,13 @@ class ResultsWriter:
         self.path = Path(path)
         self.include_trace = include_trace
         self.finished: set[str] = set()
+        self.skipped: list[SkippedLine] = []
         #: Status of each record kept from an earlier run, by id.
         self.previous_statuses: dict[str, str] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume and self.path.exists():
             repair_tail(self.path)
-            records = list(read_records(self.path))
+            records = list(read_records(self.path, self.skipped))
             if retry_errors:
                 kept = [r for r in records if r.get("status") == "ok"]
                 if len(kept) != len(records):

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cigeval.combine import combine, majority, spread, trimmed_mean
 from cigeval.errors import ConfigError
+from cigeval.rules import combine, majority, spread, trimmed_mean
 
 
 def test_rules_on_known_values():

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from cigeval.agent.graph import AgentContext, run_agent
-from cigeval.rubrics.base import aggregate_scores
-from cigeval.runtime import SampleRun
+from cigeval.rules import aggregate
 from cigeval.sample import Sample
-from cigeval.score import Score
-from cigeval.tasks.spec import get_task
-from cigeval.tools import resolve_tools
-from cigeval.tools.base import Tool
+from cigeval.sample_run import SampleRun
+from cigeval.score import Verdict
+from cigeval.tasks import get_task
+from cigeval.tools import Tool, resolve_tools
 
 
 class CigevalRubric:
@@ -32,22 +31,13 @@ class CigevalRubric:
         """The tools offered to the planner: config.tools, or all registered tools."""
         return resolve_tools(run.config.tools)
 
-    async def evaluate(self, run: SampleRun) -> Score:
-        """Plan, act, judge each sub-question; aggregate."""
-        spec = get_task(run.sample.task)
-        sub_scores = await run_agent(AgentContext(run, spec, self.offered_tools(run)))
+    async def evaluate(self, run: SampleRun) -> Verdict:
+        """Plan, act and judge each sub-question; the score is their aggregate / 10."""
+        sub_scores = await run_agent(AgentContext(run, run.task, self.offered_tools(run)))
         failed = [s for s in sub_scores if s.score is None]
-        score = Score(
-            id=run.sample.id,
-            task=run.sample.task,
-            rubric=self.name,
-            status="ok",
-            sub_scores=sub_scores,
-        )
         if failed:
-            score.status = "error"
-            score.error = "; ".join(f"{s.question_id}: {s.error}" for s in failed)
-            return score
+            return Verdict.failure(
+                "; ".join(f"{s.question_id}: {s.error}" for s in failed), sub_scores=sub_scores
+            )
         values = [s.score for s in sub_scores if s.score is not None]
-        score.value = aggregate_scores(values, run.config.aggregate) / 10.0
-        return score
+        return Verdict(value=aggregate(values, run.config.aggregate) / 10.0, sub_scores=sub_scores)

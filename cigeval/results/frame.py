@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from cigeval.score import Score
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def to_frame(scores: Iterable[Score | dict[str, Any]]) -> pd.DataFrame:
@@ -15,8 +16,10 @@ def to_frame(scores: Iterable[Score | dict[str, Any]]) -> pd.DataFrame:
     per dimension (``dim.SC``...) and per sub-question (``sub.<question id>``), calls and tokens.
 
     Accepts Scores or result records (``Score.to_record`` dicts, e.g. from
-    :func:`cigeval.read_records`).
+    :func:`cigeval.read_records`). pandas is imported here, on first use.
     """
+    import pandas as pd
+
     rows = []
     for item in scores:
         score = item if isinstance(item, Score) else Score.from_record(item)

@@ -3,57 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterable
-from pathlib import Path
 from typing import Any, TypeVar
 
-from cigeval.backends.base import Backend
-from cigeval.config import EvalConfig, RunConfig
-from cigeval.ensemble import EnsembleConfig, Judge, build_judges, combine_scores
+from cigeval.backends import Backend, ResponseCache, resolve_backend
+from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.errors import ConfigError, InputError
-from cigeval.judge import JudgeSession
+from cigeval.evaluation._sync import run_sync
+from cigeval.evaluation.assemble import assemble_score, usage_of
+from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
 from cigeval.rubrics import get_rubric
-from cigeval.runtime import SampleRun, load_sample_images
-from cigeval.sample import Sample, SampleLine, sample_from_dict
-from cigeval.score import Score
+from cigeval.sample import Sample, SampleLine, load_sample_images, sample_from_dict
+from cigeval.sample_run import SampleRun
+from cigeval.score import Score, Verdict
+from cigeval.session import JudgeSession
 from cigeval.tools import resolve_tools
 from cigeval.trace import ErrorEvent, Trace
 
 T = TypeVar("T")
+#: What the evaluator accepts as a sample: a Sample, a line of a samples file, or a dict.
 SampleInput = Sample | SampleLine | dict[str, Any]
-
-
-def run_sync(awaitable: Awaitable[T]) -> T:
-    """Run a coroutine to completion, also from inside a running loop (e.g. Jupyter)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(awaitable)  # type: ignore[arg-type]
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(awaitable)  # type: ignore[arg-type]
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="cigeval-run")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    result: T = box["value"]
-    return result
-
-
-def _error_score(sample_id: str, task: str, rubric: str, message: str, **extra: Any) -> Score:
-    trace = Trace()
-    trace.add(ErrorEvent(stage="input", message=message))
-    return Score(
-        id=sample_id, task=task, rubric=rubric, status="error", error=message, trace=trace, **extra
-    )
 
 
 class Evaluator:
@@ -62,8 +32,9 @@ class Evaluator:
 
     ``model`` is a spec string (``openai:gpt-4o-2024-05-13``,
     ``openai:my-model@http://localhost:8000/v1``, ``hf:/path/to/weights``), a LangChain chat
-    model, any :class:`cigeval.backends.Backend`, or a list of these (an ensemble; see
-    :class:`cigeval.ensemble.EnsembleConfig`).
+    model, any :class:`cigeval.Backend`, or a list of these (an ensemble; see
+    :class:`cigeval.EnsembleConfig`). Keyword arguments override :class:`cigeval.EvalConfig`
+    fields, e.g. ``rubric="viescore"``.
     """
 
     def __init__(
@@ -76,8 +47,6 @@ class Evaluator:
         ensemble: EnsembleConfig | None = None,
         **config_overrides: Any,
     ) -> None:
-        from cigeval.backends import ResponseCache, resolve_backend
-
         base = config or EvalConfig()
         try:
             self.config = (
@@ -109,15 +78,6 @@ class Evaluator:
         """The judge model(s), as recorded in each Score."""
         return ",".join(dict.fromkeys(b.identity for b in self.backends))
 
-    def _as_sample(self, item: SampleInput) -> Sample:
-        if isinstance(item, Sample):
-            return item
-        if isinstance(item, SampleLine):
-            if item.sample is None:
-                raise InputError(item.error or "invalid sample", item.sample_id)
-            return item.sample
-        return sample_from_dict(item)
-
     def _config_record(self) -> dict[str, Any]:
         record = self.config.record()
         if len(self.judges) > 1:
@@ -126,7 +86,7 @@ class Evaluator:
 
     async def _judge_once(
         self, sample: Sample, images: dict[str, Any], judge: Judge, encoded: dict[int, Any]
-    ) -> tuple[Score, JudgeSession]:
+    ) -> tuple[Verdict, JudgeSession, Trace]:
         trace = Trace()
         config = self.config
         if judge.prompt_dir != config.prompt_dir:
@@ -136,64 +96,62 @@ class Evaluator:
         )
         run = SampleRun(sample, images, config, session, trace, self.tool_cache, _encoded=encoded)
         try:
-            score = await self.rubric.evaluate(run)
+            verdict = await self.rubric.evaluate(run)
         except Exception as exc:  # one failed judgment must never stop the others
-            message = f"{type(exc).__name__}: {exc}"
-            trace.add(ErrorEvent(stage="evaluate", message=message))
-            score = Score(
-                id=sample.id,
-                task=sample.task,
-                rubric=self.config.rubric,
-                status="error",
-                error=message,
-            )
-        score.trace = trace
-        return score, session
+            verdict = Verdict.failure(exc)
+            trace.add(ErrorEvent(stage="evaluate", message=verdict.error or ""))
+        return verdict, session, trace
 
     async def evaluate_async(self, item: SampleInput) -> Score:
         """Judge one sample. Never raises for a bad sample: the Score says ``error`` and why."""
         started = time.perf_counter()
-        raw_id, raw_task = _identify(item)
+        sample_id, task = _identify(item)
         try:
-            sample = self._as_sample(item)
+            sample = _as_sample(item)
             self.rubric.validate(sample)
             images = load_sample_images(sample)
         except Exception as exc:
             message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
-            score = _error_score(raw_id, raw_task, self.config.rubric, message)
-            if isinstance(item, Sample):
-                score.passthrough.update(item.passthrough())
-            elif isinstance(item, dict):
-                score.passthrough.update({k: item[k] for k in ("model", "human") if k in item})
-            score.judge, score.config = self.judge_identity, self._config_record()
-            return score
+            trace = Trace()
+            trace.add(ErrorEvent(stage="input", message=message))
+            return assemble_score(
+                sample_id=sample_id,
+                task=task,
+                rubric=self.config.rubric,
+                verdict=Verdict.failure(message),
+                trace=trace,
+                judge=self.judge_identity,
+                config=self._config_record(),
+                passthrough=_passthrough(item),
+            )
         encoded: dict[int, Any] = {}
         outcomes = await asyncio.gather(
             *(self._judge_once(sample, images, judge, encoded) for judge in self.judges)
         )
-        if len(outcomes) == 1:
-            score = outcomes[0][0]
-        else:
-            score = combine_scores(
-                [o[0] for o in outcomes],
+        verdicts = [verdict for verdict, _, _ in outcomes]
+        verdict = verdicts[0]
+        if len(outcomes) > 1:
+            verdict = combine_verdicts(
+                verdicts,
                 [j.label for j in self.judges],
                 self.ensemble,
                 self.config.aggregate,
                 sub_question_level=getattr(self.rubric, "combines_sub_scores", False),
             )
-        sessions = [o[1] for o in outcomes]
-        score._images.update(images)
-        score.passthrough.update(sample.passthrough())
-        score.judge = self.judge_identity
-        score.config = self._config_record()
-        score.usage = {
-            "calls": sum(s.calls for s in sessions),
-            "cached_calls": sum(1 for e in score.trace.model_calls() if e.cached),
-            "prompt_tokens": sum(s.usage.prompt_tokens for s in sessions),
-            "completion_tokens": sum(s.usage.completion_tokens for s in sessions),
-            "wall_ms": round((time.perf_counter() - started) * 1000),
-        }
-        return score
+        trace = Trace(events=[e for _, _, t in outcomes for e in t.events])
+        wall_ms = round((time.perf_counter() - started) * 1000)
+        return assemble_score(
+            sample_id=sample.id,
+            task=sample.task,
+            rubric=self.config.rubric,
+            verdict=verdict,
+            trace=trace,
+            judge=self.judge_identity,
+            config=self._config_record(),
+            passthrough=sample.passthrough(),
+            usage=usage_of((s for _, s, _ in outcomes), trace, wall_ms),
+            images=images,
+        )
 
     def evaluate(self, item: SampleInput) -> Score:
         """Synchronous :meth:`evaluate_async`."""
@@ -248,7 +206,6 @@ class Evaluator:
     ) -> list[Score]:
         """Judge many samples concurrently; results in input order."""
         materialised = list(items)
-        indexed = [(i, x) for i, x in enumerate(materialised)]
         results: list[Score | None] = [None] * len(materialised)
         semaphore = asyncio.Semaphore(concurrency or self.run_config.concurrency)
 
@@ -256,7 +213,7 @@ class Evaluator:
             async with semaphore:
                 results[index] = await self.evaluate_async(item)
 
-        await asyncio.gather(*(one(i, x) for i, x in indexed))
+        await asyncio.gather(*(one(i, x) for i, x in enumerate(materialised)))
         return [r for r in results if r is not None]
 
     def evaluate_many(
@@ -264,6 +221,16 @@ class Evaluator:
     ) -> list[Score]:
         """Synchronous :meth:`evaluate_many_async`."""
         return run_sync(self._closing(self.evaluate_many_async(items, concurrency)))
+
+
+def _as_sample(item: SampleInput) -> Sample:
+    if isinstance(item, Sample):
+        return item
+    if isinstance(item, SampleLine):
+        if item.sample is None:
+            raise InputError(item.error or "invalid sample", item.sample_id)
+        return item.sample
+    return sample_from_dict(item)
 
 
 def _identify(item: SampleInput) -> tuple[str, str]:
@@ -277,38 +244,11 @@ def _identify(item: SampleInput) -> tuple[str, str]:
     return "unknown", "unknown"
 
 
-def evaluate(sample: SampleInput, model: Any, **kwargs: Any) -> Score:
-    """Judge one sample: ``cigeval.evaluate(sample, model="openai:gpt-4o-2024-05-13")``.
-
-    Keyword arguments go to :class:`Evaluator` (config, run_config, base_url, or any
-    :class:`EvalConfig` field such as ``rubric="viescore"``).
-    """
-    return Evaluator(model, **kwargs).evaluate(sample)
-
-
-async def evaluate_async(sample: SampleInput, model: Any, **kwargs: Any) -> Score:
-    """Async :func:`evaluate`."""
-    return await Evaluator(model, **kwargs).evaluate_async(sample)
-
-
-def evaluate_many(
-    samples: Iterable[SampleInput] | str | Path,
-    model: Any,
-    *,
-    concurrency: int | None = None,
-    **kwargs: Any,
-) -> list[Score]:
-    """Judge many samples (a list, or the path of a samples JSONL); results in input order."""
-    from cigeval.sample import iter_samples_file
-
-    items: Iterable[SampleInput] = (
-        iter_samples_file(samples) if isinstance(samples, str | Path) else samples
-    )
-    return Evaluator(model, **kwargs).evaluate_many(items, concurrency)
-
-
-async def evaluate_many_async(
-    samples: Iterable[SampleInput], model: Any, *, concurrency: int | None = None, **kwargs: Any
-) -> list[Score]:
-    """Async :func:`evaluate_many`."""
-    return await Evaluator(model, **kwargs).evaluate_many_async(samples, concurrency)
+def _passthrough(item: SampleInput) -> dict[str, Any]:
+    """The pass-through fields of an item that did not become a valid sample."""
+    if isinstance(item, Sample):
+        return item.passthrough()
+    raw = item.raw if isinstance(item, SampleLine) else item
+    if isinstance(raw, dict):
+        return {k: raw[k] for k in ("model", "human") if k in raw}
+    return {}

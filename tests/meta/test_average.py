@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cigeval.meta.aggregate import aggregate_tasks, average_correlations
+from cigeval.meta.average import average_correlations, average_tasks
 
 
 def _per_model(values: dict[tuple[str, str], float]) -> pd.Series:
@@ -43,24 +43,24 @@ def test_nan_propagates_or_is_omitted() -> None:
     assert math.isnan(average_correlations([], "fisher_z"))
 
 
-def test_aggregate_tasks_two_levels_and_order() -> None:
+def test_average_tasks_two_levels_and_order() -> None:
     per_model = _per_model({("b", "m1"): 0.4, ("b", "m2"): 0.6, ("a", "m1"): 0.2})
-    tasks, average = aggregate_tasks(per_model, "paper", task_order=["a", "b"])
+    tasks, average = average_tasks(per_model, "paper", task_order=["a", "b"])
     assert list(tasks) == ["a", "b"]
     assert tasks["a"] == pytest.approx(np.tanh(0.2))
     assert tasks["b"] == pytest.approx(np.tanh(0.5))
     assert average == pytest.approx(np.tanh((np.tanh(0.2) + np.tanh(0.5)) / 2))
-    z_tasks, z_average = aggregate_tasks(per_model, "fisher_z", task_order=["a", "b"])
+    z_tasks, z_average = average_tasks(per_model, "fisher_z", task_order=["a", "b"])
     assert z_tasks["a"] == pytest.approx(0.2)
     assert z_average > average
 
 
 def test_rounding_applies_before_each_average() -> None:
     per_model = _per_model({("a", "m1"): 0.123449, ("a", "m2"): 0.123449})
-    tasks, average = aggregate_tasks(per_model, "paper", round_to=4)
+    tasks, average = average_tasks(per_model, "paper", round_to=4)
     assert tasks["a"] == round(math.tanh(0.1234), 4)
     assert average == round(math.tanh(tasks["a"]), 4)
-    unrounded, _ = aggregate_tasks(per_model, "paper")
+    unrounded, _ = average_tasks(per_model, "paper")
     assert unrounded["a"] != tasks["a"]
 
 

@@ -1,7 +1,7 @@
 """The ``cigeval meta`` command: meta-evaluation on ImagenHub, splits, trajectory export.
 
-``add_meta_subparser(subparsers)`` adds ``meta`` to the main ``cigeval`` parser and
-``run_meta(args)`` runs it; ``python -m cigeval.meta`` runs the same commands standalone.
+The meta-evaluation modules (pandas, scipy) are imported when a meta command runs, so the
+rest of the command line starts fast.
 """
 
 from __future__ import annotations
@@ -13,16 +13,25 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.errors import CigevalError, InputError
-from cigeval.meta.aggregate import AGGREGATES
-from cigeval.meta.combine import COMBINE_RULES, DEFAULT_GRID_STEP, combine_scores
-from cigeval.meta.evaluate import human_baseline, meta_evaluate
-from cigeval.meta.human import DIMENSIONS
-from cigeval.meta.imagenhub_samples import write_imagenhub_samples
-from cigeval.meta.result import MetaResult
-from cigeval.meta.scores import load_scores, read_results
-from cigeval.meta.split import SUBSETS, load_split, make_split, save_split
-from cigeval.meta.stats import METHODS
-from cigeval.meta.trajectories import export_trajectories
+from cigeval.rules import COMBINE_RULES
+
+#: The choices of the meta flags (kept here so building the parser imports no pandas).
+DIMENSIONS = ("SC", "PQ", "O")
+AVERAGINGS = ("paper", "fisher_z")
+METHODS = ("spearman", "pearson", "kendall")
+SUBSETS = ("train", "test")
+DEFAULT_GRID_STEP = 0.1
+
+
+class _DeprecatedAlias(argparse.Action):
+    """A flag kept under its old name: works, and says which name to use."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: str | None = None) -> None:
+        print(
+            f"cigeval meta: warning: {option} is deprecated; use --average",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
 
 
 def _add_imagenhub(commands: Any) -> None:
@@ -48,10 +57,19 @@ def _add_imagenhub(commands: Any) -> None:
     )
     p.add_argument("--dimension", choices=DIMENSIONS, default="SC")
     p.add_argument(
-        "--aggregate",
-        choices=AGGREGATES,
+        "--average",
+        choices=AVERAGINGS,
         default="paper",
-        help="paper = the published tanh(mean rho); fisher_z = arctanh, mean, tanh",
+        dest="averaging",
+        help="how correlations are averaged over generators and tasks: paper = the published "
+        "tanh(mean rho); fisher_z = arctanh, mean, tanh",
+    )
+    p.add_argument(
+        "--aggregate",
+        choices=AVERAGINGS,
+        dest="averaging",
+        action=_DeprecatedAlias,
+        help=argparse.SUPPRESS,
     )
     p.add_argument("--method", choices=METHODS, default="spearman")
     p.add_argument(
@@ -216,17 +234,21 @@ def add_meta_subparser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _samples(args: argparse.Namespace) -> dict[str, list[str]] | None:
+    from cigeval.meta.split import load_split
+
     if (args.split is None) != (args.subset is None):
         raise InputError("--split and --subset go together")
     return None if args.split is None else load_split(args.split).subset(args.subset)
 
 
 def _run_imagenhub(args: argparse.Namespace) -> int:
+    from cigeval.meta import combine_scores, human_baseline, load_scores, meta_evaluate
+
     samples = _samples(args)
     options = dict(
         dimension=args.dimension,
         method=args.method,
-        aggregate=args.aggregate,
+        averaging=args.averaging,
         round_to=args.round_to,
         nan_policy=args.nan_policy,
         samples=samples,
@@ -235,7 +257,6 @@ def _run_imagenhub(args: argparse.Namespace) -> int:
         seed=args.seed,
         level=args.level,
     )
-    result: MetaResult
     if args.human:
         result = human_baseline(**options)
     else:
@@ -244,12 +265,21 @@ def _run_imagenhub(args: argparse.Namespace) -> int:
             raise InputError("several --scores need --combine RULE (e.g. --combine mean)")
         frames = [load_scores(p, args.format, args.missing) for p in paths]
         names = [p.stem for p in paths]
+        skipped = [
+            f"{p}: {line}"
+            for p, f in zip(paths, frames, strict=True)
+            for line in f.attrs.get("skipped_lines", [])
+        ]
         if args.combine is not None:
             scores = combine_scores(frames, args.combine, args.trim, args.grid_step)
             label = f"{args.combine}({', '.join(names)})" if len(names) > 1 else names[0]
         else:
             scores, label = frames[0], names[0]
         result = meta_evaluate(scores, evaluator=args.label or label, **options)
+        if skipped:
+            result.notes.append(
+                f"{len(skipped)} unreadable results line(s) skipped: " + "; ".join(skipped[:5])
+            )
         if samples is not None:
             result.notes.append(f"restricted to the {args.subset} side of {args.split}")
     if args.json:
@@ -260,6 +290,8 @@ def _run_imagenhub(args: argparse.Namespace) -> int:
 
 
 def _run_split(args: argparse.Namespace) -> int:
+    from cigeval.meta.split import make_split, save_split
+
     split = make_split(test_fraction=args.test_fraction, seed=args.seed)
     save_split(split, args.out)
     counts = {name: sum(len(u) for u in split.subset(name).values()) for name in SUBSETS}
@@ -271,6 +303,8 @@ def _run_split(args: argparse.Namespace) -> int:
 
 
 def _run_samples(args: argparse.Namespace) -> int:
+    from cigeval.meta.imagenhub_samples import write_imagenhub_samples
+
     if not args.museum.is_dir():
         raise InputError(f"--museum is not a folder: {args.museum}")
     report = write_imagenhub_samples(
@@ -298,9 +332,15 @@ def _run_samples(args: argparse.Namespace) -> int:
 
 
 def _run_export(args: argparse.Namespace) -> int:
+    from cigeval.meta.trajectories import export_trajectories
+    from cigeval.results import SkippedLine, read_records
+
     samples = _samples(args)
+    if not args.results.is_file():
+        raise InputError(f"cannot read results file {args.results}: no such file")
+    unreadable: list[SkippedLine] = []
     report = export_trajectories(
-        read_results(args.results),
+        read_records(args.results, unreadable),
         args.out,
         per=args.per,
         max_diff=args.max_diff,
@@ -309,6 +349,8 @@ def _run_export(args: argparse.Namespace) -> int:
         image_template=args.image_template,
         keep_retried=args.keep_retried,
     )
+    if unreadable:
+        report.skipped["unreadable line"] += len(unreadable)
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(report.skipped.items())) or "none"
     print(
         f"wrote {report.conversations} conversations from {report.samples} of "

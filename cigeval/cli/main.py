@@ -1,4 +1,4 @@
-"""Command line: ``cigeval evaluate``, ``validate``, ``meta``, ``tasks`` and ``rubrics``."""
+"""The ``cigeval`` command: evaluate, validate, tasks, rubrics and meta."""
 
 from __future__ import annotations
 
@@ -6,22 +6,24 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cigeval.cli_common import EXIT_OK, EXIT_USAGE, UsageError
-from cigeval.cli_evaluate import add_evaluate_subparser, run_evaluate
-from cigeval.cli_validate import add_validate_subparser, run_validate
-from cigeval.meta.cli import add_meta_subparser, run_meta
+from cigeval.cli._common import EXIT_OK, EXIT_USAGE, UsageError
+from cigeval.cli._flags import add_tasks_file_flag, load_tasks_files
+from cigeval.cli.evaluate import add_evaluate_subparser, run_evaluate
+from cigeval.cli.meta import add_meta_subparser, run_meta
+from cigeval.cli.validate import add_validate_subparser, run_validate
 
 
 def run_tasks(args: argparse.Namespace) -> int:
-    """The ``tasks`` command: the seven tasks and their sub-questions."""
-    from cigeval.tasks import TASK_IDS, get_task
+    """The ``tasks`` command: every registered task and its sub-questions."""
+    from cigeval.tasks import get_task, task_names
 
-    for task_id in TASK_IDS:
+    load_tasks_files(args)
+    for task_id in task_names():
         spec = get_task(task_id)
         print(f"{task_id}: {spec.title}")
         optional = [*spec.optional_text_fields, *(f"images.{r}" for r in spec.optional_image_roles)]
         print(
-            f"  needs: {', '.join(spec.text_fields)}; "
+            f"  needs: {', '.join(spec.text_fields) or 'no text'}; "
             + ", ".join(f"images.{r}" for r in spec.image_roles)
             + (f"; optional: {', '.join(optional)}" if optional else "")
         )
@@ -31,7 +33,7 @@ def run_tasks(args: argparse.Namespace) -> int:
 
 
 def run_rubrics(args: argparse.Namespace) -> int:
-    """The ``rubrics`` command: registered rubrics."""
+    """The ``rubrics`` command: every registered rubric."""
     from cigeval.rubrics import get_rubric, rubric_names
 
     for name in rubric_names():
@@ -45,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_evaluate_subparser(subparsers)
     add_validate_subparser(subparsers)
-    subparsers.add_parser("tasks", help="list the tasks and their sub-questions")
+    tasks = subparsers.add_parser("tasks", help="list the tasks and their sub-questions")
+    add_tasks_file_flag(tasks)
     subparsers.add_parser("rubrics", help="list the rubrics")
     add_meta_subparser(subparsers)
     return parser
@@ -70,7 +73,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("cigeval: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

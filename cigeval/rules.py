@@ -1,4 +1,14 @@
-"""Rules that combine several judgments of one thing into one number, and their spread."""
+"""Named rules that reduce several numbers to one, and the spread of judgments: one copy each.
+
+Two words use them, each for one job:
+
+- *aggregate*: a sample's sub-scores into its score (:func:`aggregate`, rules
+  :data:`AGGREGATE_RULES`; the paper's rule is ``min``);
+- *combine*: several judges' scores of one thing into one (:func:`combine`, rules
+  :data:`COMBINE_RULES`), in ensembles and in the meta-evaluation.
+
+(Correlations are *averaged* over generators and tasks: that is :mod:`cigeval.meta.average`.)
+"""
 
 from __future__ import annotations
 
@@ -6,10 +16,16 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from cigeval.errors import ConfigError
 
-COMBINE_RULES = ("mean", "median", "trimmed_mean", "min", "max", "majority")
+#: Rules that turn a sample's sub-scores into its score.
+Aggregate = Literal["min", "mean", "median", "max"]
+AGGREGATE_RULES: tuple[str, ...] = ("min", "mean", "median", "max")
+#: Rules that turn several judgments of one thing into one.
+CombineRule = Literal["mean", "median", "trimmed_mean", "min", "max", "majority"]
+COMBINE_RULES: tuple[str, ...] = ("mean", "median", "trimmed_mean", "min", "max", "majority")
 
 
 def trimmed_mean(values: Sequence[float], fraction: float = 0.2) -> float:
@@ -43,24 +59,45 @@ def majority(values: Sequence[float], grid: float = 1.0) -> float:
     return float(min(tied, key=lambda v: (abs(v - centre), v)))
 
 
-def combine(values: Sequence[float], rule: str = "mean", *, grid: float = 1.0) -> float:
-    """Combine ``values`` with a named rule: mean, median, trimmed_mean, min, max, majority."""
-    if not values:
-        raise ValueError("nothing to combine")
+def _rule(rule: str, grid: float, trim: float) -> Callable[[Sequence[float]], float]:
     rules: dict[str, Callable[[Sequence[float]], float]] = {
         "mean": lambda v: sum(v) / len(v),
         "median": lambda v: float(statistics.median(v)),
-        "trimmed_mean": trimmed_mean,
+        "trimmed_mean": lambda v: trimmed_mean(v, trim),
         "min": min,
         "max": max,
         "majority": lambda v: majority(v, grid),
     }
     try:
-        return float(rules[rule](values))
+        return rules[rule]
     except KeyError:
         raise ConfigError(
-            f"unknown combine rule {rule!r}; use one of {', '.join(COMBINE_RULES)}"
+            f"unknown combine rule {rule!r}; choose one of: {', '.join(COMBINE_RULES)}"
         ) from None
+
+
+def combine(
+    values: Sequence[float], rule: str = "mean", *, grid: float = 1.0, trim: float = 0.2
+) -> float:
+    """Combine several judgments with a named rule from :data:`COMBINE_RULES`.
+
+    ``grid`` is the step of ``majority``; ``trim`` the fraction ``trimmed_mean`` cuts per end.
+    """
+    function = _rule(rule, grid, trim)
+    if len(values) == 0:
+        raise ValueError("nothing to combine")
+    return float(function(values))
+
+
+def aggregate(values: Sequence[float], rule: str = "min") -> float:
+    """A sample's score from its sub-scores with a rule from :data:`AGGREGATE_RULES`."""
+    if rule not in AGGREGATE_RULES:
+        raise ConfigError(
+            f"unknown aggregate {rule!r}; choose one of: {', '.join(AGGREGATE_RULES)}"
+        )
+    if len(values) == 0:
+        raise ValueError("no sub-scores to aggregate")
+    return combine(values, rule)
 
 
 def spread(values: Sequence[float], tolerance: float) -> dict[str, float]:

@@ -9,7 +9,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cigeval.cli_common import EXIT_OK, EXIT_SAMPLE_ERRORS, UsageError
+from cigeval.cli._common import EXIT_OK, EXIT_SAMPLE_ERRORS, UsageError
+from cigeval.cli._flags import add_tasks_file_flag, load_tasks_files
 from cigeval.errors import CigevalError
 
 
@@ -25,11 +26,12 @@ def add_validate_subparser(subparsers: Any) -> None:
     p.add_argument("samples", type=Path, help="samples JSONL (image paths relative to it)")
     p.add_argument("--rubric", default="cigeval", help="rubric whose needs are checked")
     p.add_argument("--json", action="store_true", help="one JSON object per invalid sample")
+    add_tasks_file_flag(p)
 
 
 def check_line(line: Any, rubric: Any) -> str | None:
     """The problem with one SampleLine, or None when it can be evaluated."""
-    from cigeval.runtime import load_sample_images
+    from cigeval.sample import load_sample_images
 
     if line.sample is None:
         return str(line.error)
@@ -48,6 +50,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
     if not args.samples.is_file():
         raise UsageError(f"samples file not found: {args.samples}")
+    load_tasks_files(args)
     try:
         rubric = get_rubric(args.rubric)
     except CigevalError as exc:

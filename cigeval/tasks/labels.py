@@ -28,3 +28,8 @@ def role_label(role: str) -> str:
     if role.startswith("output_"):
         return f"edited image {role.split('_', 1)[1]}"
     return ROLE_LABELS.get(role, role.replace("_", " "))
+
+
+def condition_label(field: str) -> str:
+    """How a text field is introduced to the model, e.g. 'instruction' -> 'Editing instruction'."""
+    return CONDITION_LABELS.get(field, field.replace("_", " ").capitalize())

@@ -16,8 +16,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-Aggregate = Literal["paper", "fisher_z"]
-AGGREGATES: tuple[str, ...] = ("paper", "fisher_z")
+Averaging = Literal["paper", "fisher_z"]
+AVERAGINGS: tuple[str, ...] = ("paper", "fisher_z")
 NanPolicy = Literal["propagate", "omit"]
 
 #: |rho| is clipped below 1 before arctanh so a perfect correlation stays finite.
@@ -31,7 +31,7 @@ def _round(value: float, digits: int | None) -> float:
 
 
 def average_correlations(
-    values: Iterable[float], mode: Aggregate = "paper", nan_policy: NanPolicy = "propagate"
+    values: Iterable[float], mode: Averaging = "paper", nan_policy: NanPolicy = "propagate"
 ) -> float:
     """Average several correlations: ``paper`` = tanh(mean rho), ``fisher_z`` = tanh(mean atanh).
 
@@ -50,12 +50,12 @@ def average_correlations(
     if mode == "fisher_z":
         clipped = np.clip(array, -FISHER_CLIP, FISHER_CLIP)
         return float(np.tanh(np.arctanh(clipped).mean()))
-    raise ValueError(f"unknown aggregate {mode!r}; choose one of {AGGREGATES}")
+    raise ValueError(f"unknown averaging {mode!r}; choose one of {AVERAGINGS}")
 
 
-def aggregate_tasks(
+def average_tasks(
     per_model: pd.Series,
-    mode: Aggregate = "paper",
+    mode: Averaging = "paper",
     round_to: int | None = None,
     nan_policy: NanPolicy = "propagate",
     task_order: Iterable[str] | None = None,
@@ -80,7 +80,7 @@ def aggregate_tasks(
 
 def average_per_model(
     values: Mapping[tuple[str, str], Iterable[float]],
-    mode: Aggregate = "paper",
+    mode: Averaging = "paper",
     nan_policy: NanPolicy = "propagate",
 ) -> pd.Series:
     """One value per (task, model) from several correlations each (e.g. one per rater)."""

@@ -1,0 +1,7 @@
+"""``python -m cigeval ...``: the ``cigeval`` command."""
+
+import sys
+
+from cigeval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,195 @@
+"""Command-line flags made from the config models, so no default is written twice.
+
+A config field that names a flag in ``json_schema_extra["flag"]`` becomes that flag: its type,
+choices, help text and default come from the field. Flags the user does not give are absent
+from the parsed arguments (``argparse.SUPPRESS``), so the model's own default applies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import types
+import typing
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from cigeval.cli._common import UsageError
+from cigeval.errors import CigevalError
+
+#: Prefix of the argparse ``dest`` of config flags: ``config:<Model>:<dotted field path>``.
+_DEST = "config:{model}:{path}"
+
+
+def _extra(field: FieldInfo) -> dict[str, Any]:
+    extra = field.json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
+def _base_type(annotation: Any) -> tuple[Any, bool]:
+    """The annotation without ``| None``, and whether None was allowed."""
+    origin = get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return annotation, False
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names; the empty string is the empty list."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _key_value(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def _default_text(field: FieldInfo) -> str:
+    default = field.default
+    if default is PydanticUndefined or default is None or field.default_factory is not None:
+        return ""
+    if isinstance(default, bool):
+        return ""
+    if isinstance(default, tuple):
+        return "" if not default else f" (default: {','.join(map(str, default))})"
+    return f" (default: {default})"
+
+
+def _argument(field: FieldInfo, extra: dict[str, Any]) -> dict[str, Any]:
+    """argparse keyword arguments for one field."""
+    base, _ = _base_type(field.annotation)
+    options: dict[str, Any] = {
+        "default": argparse.SUPPRESS,
+        "help": (field.description or "") + _default_text(field),
+    }
+    if "metavar" in extra:
+        options["metavar"] = extra["metavar"]
+    if base is bool:
+        options.update(action="store_const", const=not extra.get("negate", False))
+        return options
+    if get_origin(base) is dict:
+        options.update(action="append", type=_key_value)
+        return options
+    if get_origin(base) is tuple:
+        if extra.get("repeat"):
+            options.update(action="append")
+        else:
+            options["type"] = _names
+        return options
+    if get_origin(base) is Literal:
+        options["choices"] = list(get_args(base))
+    elif "choices" in extra:
+        options["choices"] = list(extra["choices"])
+    options["type"] = base if base in (int, float, Path) else str
+    return options
+
+
+def _fields(model: type[BaseModel], prefix: str = "") -> list[tuple[str, FieldInfo]]:
+    """Every (dotted path, field) of ``model`` with a flag, nested models included."""
+    found = []
+    for name, field in model.model_fields.items():
+        base, _ = _base_type(field.annotation)
+        if isinstance(base, type) and issubclass(base, BaseModel):
+            found += _fields(base, f"{prefix}{name}.")
+        elif "flag" in _extra(field):
+            found.append((f"{prefix}{name}", field))
+    return found
+
+
+def add_config_flags(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    model: type[BaseModel],
+    *,
+    skip: Sequence[str] = (),
+) -> None:
+    """Add a flag for every flagged field of ``model`` (and its nested models)."""
+    for path, field in _fields(model):
+        if path in skip:
+            continue
+        extra = _extra(field)
+        dest = _DEST.format(model=model.__name__, path=path)
+        parser.add_argument(extra["flag"], dest=dest, **_argument(field, extra))
+
+
+def flag_of(model: type[BaseModel], path: str) -> str:
+    """The flag of a field path (``grounding.checkpoint`` -> ``--grounding-checkpoint``)."""
+    for found, field in _fields(model):
+        if found == path:
+            return str(_extra(field)["flag"])
+    return path
+
+
+def config_values(args: argparse.Namespace, model: type[BaseModel]) -> dict[str, Any]:
+    """The values the user gave for ``model``'s flags, as a nested dict of fields."""
+    values: dict[str, Any] = {}
+    prefix = _DEST.format(model=model.__name__, path="")
+    for dest, value in vars(args).items():
+        if not dest.startswith(prefix):
+            continue
+        path = dest[len(prefix) :].split(".")
+        target = values
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        if isinstance(value, list) and value and isinstance(value[0], tuple):
+            value = dict(value)  # KEY=VALUE pairs
+        elif isinstance(value, list):
+            value = tuple(value)
+        target[path[-1]] = value
+    return values
+
+
+def build_config(
+    args: argparse.Namespace,
+    model: type[BaseModel],
+    base: dict[str, Any] | None = None,
+    convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Any:
+    """``model`` from the flags given (over ``base``); a bad value is a UsageError."""
+    values = {**(base or {}), **config_values(args, model)}
+    if convert is not None:
+        values = convert(values)
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{flag_of(model, '.'.join(str(p) for p in err['loc']))}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise UsageError(problems) from None
+    except (ValueError, CigevalError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def add_tasks_file_flag(parser: argparse.ArgumentParser) -> None:
+    """``--tasks-file FILE`` (repeatable): tasks of your own, defined in JSON or YAML."""
+    parser.add_argument(
+        "--tasks-file",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="JSON/YAML file defining tasks of your own (repeatable; see docs/tasks.md)",
+    )
+
+
+def load_tasks_files(args: argparse.Namespace) -> None:
+    """Register the tasks of every ``--tasks-file``; a bad file is a UsageError."""
+    from cigeval.tasks import load_tasks_file
+
+    for path in getattr(args, "tasks_file", []):
+        try:
+            load_tasks_file(path)
+        except CigevalError as exc:
+            raise UsageError(str(exc)) from None

@@ -1,0 +1,64 @@
+"""The one place a Score is assembled: a rubric's Verdict plus the sample's identity, the
+trace, the usage and the settings that produced it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from PIL import Image
+
+from cigeval.score import Score, Verdict
+from cigeval.session import JudgeSession
+from cigeval.trace import Trace
+
+
+def usage_of(sessions: Iterable[JudgeSession], trace: Trace, wall_ms: int) -> dict[str, int]:
+    """Calls, cached calls, tokens and wall time of one sample's judge sessions."""
+    sessions = list(sessions)
+    return {
+        "calls": sum(s.calls for s in sessions),
+        "cached_calls": sum(1 for e in trace.model_calls() if e.cached),
+        "prompt_tokens": sum(s.usage.prompt_tokens for s in sessions),
+        "completion_tokens": sum(s.usage.completion_tokens for s in sessions),
+        "wall_ms": wall_ms,
+    }
+
+
+def assemble_score(
+    *,
+    sample_id: str,
+    task: str,
+    rubric: str,
+    verdict: Verdict,
+    trace: Trace,
+    judge: str | None,
+    config: dict[str, Any],
+    passthrough: dict[str, Any],
+    usage: dict[str, int] | None = None,
+    images: dict[str, Image.Image] | None = None,
+) -> Score:
+    """The Score of one sample. ``status`` is ``ok`` exactly when the verdict has a value."""
+    error = verdict.error
+    if error is None and verdict.value is None:
+        error = f"rubric {rubric!r} returned neither a value nor an error"
+    score = Score(
+        id=sample_id,
+        task=task,
+        rubric=rubric,
+        status="ok" if error is None else "error",
+        value=verdict.value if error is None else None,
+        sub_scores=list(verdict.sub_scores),
+        error=error,
+        dimensions=dict(verdict.dimensions),
+        details=dict(verdict.details),
+        spread=verdict.spread,
+        judge=judge,
+        passthrough=dict(passthrough),
+        usage=usage or {},
+        config=config,
+        trace=trace,
+    )
+    if images:
+        score._images.update(images)
+    return score

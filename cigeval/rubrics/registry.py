@@ -1,0 +1,50 @@
+"""The rubric registry: built-in rubrics (loaded lazily), user rubrics and plugins."""
+
+from __future__ import annotations
+
+from cigeval.errors import ConfigError
+from cigeval.registry import Registry
+from cigeval.rubrics.base import Rubric
+
+#: The built-in rubrics, as lazy import paths (the agent and its langgraph load on first use).
+BUILTIN_RUBRICS: dict[str, str] = {
+    "cigeval": "cigeval.agent.rubric:CigevalRubric",
+    "viescore": "cigeval.rubrics.viescore:ViescoreRubric",
+    "lmm_score": "cigeval.rubrics.lmm_score:LmmScoreRubric",
+    "edit_quality": "cigeval.rubrics.factors:EDIT_QUALITY",
+    "instruction_fidelity": "cigeval.rubrics.factors:INSTRUCTION_FIDELITY",
+    "image_preservation": "cigeval.rubrics.factors:IMAGE_PRESERVATION",
+}
+
+
+def _as_rubric(item: object) -> Rubric:
+    if isinstance(item, type):
+        item = item()
+    if not isinstance(item, Rubric):
+        raise ConfigError(
+            f"{item!r} is not a Rubric: it needs name, description, validate and evaluate"
+        )
+    return item
+
+
+RUBRICS: Registry[Rubric] = Registry(
+    "rubric", entry_point_group="cigeval.rubrics", coerce=_as_rubric
+)
+for _name, _path in BUILTIN_RUBRICS.items():
+    RUBRICS.register_lazy(_name, _path)
+
+
+def register_rubric(rubric: Rubric, *, replace: bool = False) -> Rubric:
+    """Make ``rubric`` selectable with ``rubric=`` / ``--rubric`` under ``rubric.name``."""
+    checked = _as_rubric(rubric)
+    return RUBRICS.register(checked.name, checked, replace=replace)
+
+
+def get_rubric(name: str) -> Rubric:
+    """The rubric registered as ``name``; ConfigError listing the rubrics otherwise."""
+    return RUBRICS.get(name)
+
+
+def rubric_names() -> list[str]:
+    """Names of every registered rubric."""
+    return RUBRICS.names()

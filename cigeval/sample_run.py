@@ -1,0 +1,50 @@
+"""SampleRun: the per-sample state every rubric and tool works with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from PIL import Image
+
+from cigeval.config import EvalConfig
+from cigeval.images import EncodedImage
+from cigeval.sample import Sample
+from cigeval.session import JudgeSession
+from cigeval.tasks import TaskSpec, get_task
+from cigeval.trace import Trace
+
+if TYPE_CHECKING:
+    from cigeval.tools.base import ToolCache
+
+
+@dataclass
+class SampleRun:
+    """One sample being evaluated: inputs, judge session, trace and shared memo.
+
+    Images are encoded once per sample (:meth:`encode`), whatever number of calls show them.
+    """
+
+    sample: Sample
+    images: dict[str, Image.Image]
+    config: EvalConfig
+    judge: JudgeSession
+    trace: Trace
+    tool_cache: ToolCache | None = None
+    memo: dict[str, Any] = field(default_factory=dict)
+    _encoded: dict[int, EncodedImage] = field(default_factory=dict)
+
+    @property
+    def task(self) -> TaskSpec:
+        """The sample's task specification."""
+        return get_task(self.sample.task)
+
+    def encode(self, image: Image.Image) -> EncodedImage:
+        """The image encoded for the model, computed once per image object."""
+        key = id(image)
+        cached = self._encoded.get(key)
+        if cached is None:
+            cached = EncodedImage.from_pil(image, self.config.image_format)
+            self._encoded[key] = cached
+            self.memo.setdefault("_keepalive", []).append(image)  # keep id() stable
+        return cached
