@@ -22,8 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from cigeval.errors import ConfigError
 from cigeval.messages import GenerationSettings
 from cigeval.rules import COMBINE_RULES, Aggregate
-from cigeval.tools.difference import DifferenceConfig
-from cigeval.tools.grounding import GroundingConfig
+from cigeval.tools.settings import DifferenceConfig, GroundingConfig
 
 
 def default_cache_dir() -> Path:
@@ -47,9 +46,14 @@ class EvalConfig(BaseModel):
     rubric: str = Field(
         "cigeval",
         description="judging scheme: cigeval, viescore, lmm_score, ... ('cigeval rubrics')",
-        json_schema_extra=_flag("--rubric"),
+        json_schema_extra=_flag("--rubric", metavar="NAME"),
     )
-    temperature: float = Field(0.0, ge=0, json_schema_extra=_flag("--temperature"))
+    temperature: float = Field(
+        0.0,
+        ge=0,
+        description="sampling temperature of the judge (0: deterministic)",
+        json_schema_extra=_flag("--temperature"),
+    )
     max_tokens: int = Field(
         1024,
         ge=1,
@@ -59,7 +63,13 @@ class EvalConfig(BaseModel):
     seed: int | None = Field(
         0, description="sent where the API takes a seed", json_schema_extra=_flag("--seed")
     )
-    top_p: float | None = Field(None, gt=0, le=1, json_schema_extra=_flag("--top-p"))
+    top_p: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="nucleus sampling of the judge",
+        json_schema_extra=_flag("--top-p"),
+    )
     aggregate: Aggregate = Field(
         "min",
         description="how a sample's sub-scores become its score (paper: min)",

@@ -8,11 +8,11 @@ bash scripts/setup.sh
 SHARED="${CIGEVAL_SHARED:-../shared}"
 
 echo "== Human raters vs each other (CIGEval Table 3, first row), SC, paper averaging =="
-cigeval meta imagenhub --human --dimension SC --aggregate paper --round 4
+cigeval meta imagenhub --human --dimension SC --average paper --round 4
 if [ -f "$SHARED/data/viescore_outputs/scores/gpt4o_0shot.tsv" ]; then
   echo "== VIEScore GPT-4o recorded judgments vs humans (Table 3, VIEScore GPT-4o row) =="
   cigeval meta imagenhub --scores "$SHARED/data/viescore_outputs/scores/gpt4o_0shot.tsv" \
-    --format viescore --dimension SC --aggregate paper
+    --format viescore --dimension SC --average paper
 fi
 
 MODEL="${CIGEVAL_MODEL:-}"

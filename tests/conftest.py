@@ -39,3 +39,11 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Any connection to a non-loopback address fails at once, so no test calls a real API."""
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
     yield
+
+
+@pytest.fixture(autouse=True)
+def private_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test gets its own response cache, never the user's (tests may set their own)."""
+    monkeypatch.setenv("CIGEVAL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from cigeval.agent.graph import AgentContext, run_agent
 from cigeval.rules import aggregate
 from cigeval.sample import Sample
 from cigeval.sample_run import SampleRun
@@ -33,6 +32,8 @@ class CigevalRubric:
 
     async def evaluate(self, run: SampleRun) -> Verdict:
         """Plan, act and judge each sub-question; the score is their aggregate / 10."""
+        from cigeval.agent.graph import AgentContext, run_agent  # langgraph loads here
+
         sub_scores = await run_agent(AgentContext(run, run.task, self.offered_tools(run)))
         failed = [s for s in sub_scores if s.score is None]
         if failed:

@@ -22,6 +22,8 @@ from pydantic_core import PydanticUndefined
 from cigeval.cli._common import UsageError
 from cigeval.errors import CigevalError
 
+#: What a flag's value is called in the help, by type.
+_METAVARS: dict[Any, str] = {int: "N", float: "X", Path: "PATH", str: "TEXT"}
 #: Prefix of the argparse ``dest`` of config flags: ``config:<Model>:<dotted field path>``.
 _DEST = "config:{model}:{path}"
 
@@ -79,6 +81,7 @@ def _argument(field: FieldInfo, extra: dict[str, Any]) -> dict[str, Any]:
     if base is bool:
         options.update(action="store_const", const=not extra.get("negate", False))
         return options
+    options.setdefault("metavar", _METAVARS.get(base, "TEXT"))
     if get_origin(base) is dict:
         options.update(action="append", type=_key_value)
         return options
@@ -92,6 +95,8 @@ def _argument(field: FieldInfo, extra: dict[str, Any]) -> dict[str, Any]:
         options["choices"] = list(get_args(base))
     elif "choices" in extra:
         options["choices"] = list(extra["choices"])
+    if "choices" in options and "metavar" not in extra:
+        del options["metavar"]  # argparse shows the choices instead
     options["type"] = base if base in (int, float, Path) else str
     return options
 

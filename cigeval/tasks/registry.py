@@ -20,8 +20,8 @@ TASKS: Registry[TaskSpec] = Registry("task", entry_point_group="cigeval.tasks", 
 
 def register_task(spec: TaskSpec, *, replace: bool = False) -> TaskSpec:
     """Make a task available to samples (``"task": spec.id``), the CLI and every rubric."""
-    TASKS.register(spec.id, spec, replace=replace)
-    return spec
+    checked = _as_task(spec)
+    return TASKS.register(checked.id, checked, replace=replace)
 
 
 def get_task(task_id: str) -> TaskSpec:

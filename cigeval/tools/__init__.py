@@ -27,30 +27,29 @@ from cigeval.tools.registry import (
 if TYPE_CHECKING:
     from cigeval.tools.boxes import merge_boxes
     from cigeval.tools.difference import (
-        DifferenceConfig,
         DifferenceReport,
         DifferenceTool,
         compare_images,
         find_changed_regions,
     )
     from cigeval.tools.grounding import (
-        GroundingConfig,
         GroundingDinoDetector,
         GroundingTool,
         normalize_query,
     )
     from cigeval.tools.ocr import OCRTool, read_text
     from cigeval.tools.scene_graph import SceneGraphTool
+    from cigeval.tools.settings import DifferenceConfig, GroundingConfig
 
 #: Public names defined in the tool modules, loaded on first access.
 _LAZY = {
     "merge_boxes": "boxes",
-    "DifferenceConfig": "difference",
+    "DifferenceConfig": "settings",
     "DifferenceReport": "difference",
     "DifferenceTool": "difference",
     "compare_images": "difference",
     "find_changed_regions": "difference",
-    "GroundingConfig": "grounding",
+    "GroundingConfig": "settings",
     "GroundingDinoDetector": "grounding",
     "GroundingTool": "grounding",
     "normalize_query": "grounding",

@@ -15,58 +15,19 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field
 
 from cigeval.images import load_mask, to_rgb
 from cigeval.tools._format import box_record, fmt_box, fmt_boxes, percent
 from cigeval.tools.base import Box, ToolContext, ToolResult
 from cigeval.tools.boxes import merge_boxes, scale_box
 from cigeval.tools.highlight import DIM_FACTOR, highlight
+from cigeval.tools.settings import DifferenceConfig
 
 #: Labels of the boxes Difference returns (``Box.label``).
 CHANGED = "changed"
 INSIDE_MASK = "changed inside mask"
 OUTSIDE_MASK = "changed outside mask"
 MASK_REGION = "mask region"
-
-
-class DifferenceConfig(BaseModel):
-    """Pixel-difference settings."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    blur_kernel: int = Field(
-        5,
-        ge=1,
-        description="Gaussian blur size before differencing (odd)",
-        json_schema_extra={"flag": "--diff-blur"},
-    )
-    threshold: int = Field(
-        30,
-        ge=0,
-        le=255,
-        description="per-pixel change threshold (0-255)",
-        json_schema_extra={"flag": "--diff-threshold"},
-    )
-    dilation: int = Field(
-        7,
-        ge=0,
-        description="dilation kernel size joining nearby changes",
-        json_schema_extra={"flag": "--diff-dilation"},
-    )
-    min_area_fraction: float = Field(
-        0.0005,
-        ge=0,
-        le=1,
-        description="regions smaller than this fraction of the image are noise",
-        json_schema_extra={"flag": "--diff-min-area"},
-    )
-    max_regions: int = Field(
-        20,
-        ge=1,
-        description="changed regions reported at most",
-        json_schema_extra={"flag": "--diff-max-regions"},
-    )
 
 
 @dataclass

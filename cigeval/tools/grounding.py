@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field
 
 from cigeval.errors import MissingDependency, ToolError
 from cigeval.images import to_rgb
@@ -24,37 +23,7 @@ from cigeval.tools._memo import run_once
 from cigeval.tools.base import Box, ToolContext, ToolResult
 from cigeval.tools.boxes import clip_box
 from cigeval.tools.highlight import highlight
-
-
-class GroundingConfig(BaseModel):
-    """GroundingDINO settings (transformers' zero-shot object detection)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    checkpoint: str = Field(
-        "IDEA-Research/grounding-dino-tiny",
-        description="GroundingDINO hub id or local folder",
-        json_schema_extra={"flag": "--grounding-checkpoint"},
-    )
-    box_threshold: float = Field(
-        0.35,
-        ge=0,
-        le=1,
-        description="minimum box confidence",
-        json_schema_extra={"flag": "--box-threshold"},
-    )
-    text_threshold: float = Field(
-        0.25,
-        ge=0,
-        le=1,
-        description="minimum phrase confidence",
-        json_schema_extra={"flag": "--text-threshold"},
-    )
-    device: str | None = Field(
-        None,
-        description="torch device of the detector (default: cuda if available)",
-        json_schema_extra={"flag": "--grounding-device"},
-    )
+from cigeval.tools.settings import GroundingConfig
 
 
 def normalize_query(query: str) -> str:

@@ -1,0 +1,93 @@
+"""Command-line flags come from the config fields: one default, one description, one check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cigeval.cli import build_parser, main
+from cigeval.cli._flags import _fields
+from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+from cigeval.results import read_records
+from cigeval.testing import rule_judge
+from tests.cli_support import evaluate_cli
+from tests.openai_server import FakeOpenAIServer
+from tests.samples_factory import seven_task_samples, write_jsonl
+
+
+def _evaluate_help() -> str:
+    parser = build_parser()
+    action = next(a for a in parser._subparsers._actions if a.choices)  # type: ignore[union-attr]
+    return action.choices["evaluate"].format_help()  # type: ignore[index]
+
+
+@pytest.mark.parametrize("model", [EvalConfig, RunConfig, EnsembleConfig])
+def test_every_flagged_field_is_a_flag_with_the_fields_default(model: type) -> None:
+    text = "".join(_evaluate_help().split())  # help lines wrap anywhere, even at hyphens
+    defaults = model()
+    for path, field in _fields(model):
+        flag = field.json_schema_extra["flag"]
+        assert flag in text
+        value = defaults
+        for part in path.split("."):
+            value = getattr(value, part)
+        if isinstance(value, int | float | str) and not isinstance(value, bool):
+            assert f"(default:{value})" in text, flag
+
+
+def test_values_given_on_the_command_line_reach_the_recorded_config(tmp_path: Path) -> None:
+    samples = write_jsonl(tmp_path / "s.jsonl", seven_task_samples(tmp_path)[:1])
+    out = tmp_path / "r.jsonl"
+    extra = ["--diff-blur", "3", "--box-threshold", "0.2", "--max-rounds", "2"]
+    extra += ["--tools", "Difference", "--no-cache", "--timeout", "5", "--seed", "7"]
+    with FakeOpenAIServer(rule_judge()) as server:
+        assert evaluate_cli(server, samples, out, *extra) == 0
+        sent = server.requests[0].body
+    (record,) = read_records(out)
+    config = record["config"]
+    assert config["difference"]["blur_kernel"] == 3
+    assert config["difference"]["threshold"] == 30  # not given: the field's default
+    assert config["grounding"]["box_threshold"] == 0.2
+    assert config["max_rounds"] == 2 and config["tools"] == ["Difference"]
+    assert sent["seed"] == 7
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--max-rounds", "0"], "--max-rounds: Input should be greater than or equal to 1"),
+        (["--diff-threshold", "300"], "--diff-threshold: Input should be less than or equal"),
+        (["--combine", "vote"], "invalid choice: 'vote'"),
+        (["--tools", "Grounding,Nope"], "unknown tool 'Nope'; choose one of: "),
+        (["--rubric", "nope"], "unknown rubric 'nope'; choose one of: cigeval"),
+    ],
+)
+def test_a_bad_value_names_its_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    samples = write_jsonl(tmp_path / "s.jsonl", seven_task_samples(tmp_path)[:1])
+    argv = ["evaluate", str(samples), "--model", "openai:m@http://127.0.0.1:9/v1"]
+    with pytest.raises(SystemExit) if "invalid choice" in message else _no_raise():
+        status = main([*argv, "--out", str(tmp_path / "r.jsonl"), *flags])
+        assert status == 2
+    assert message in capsys.readouterr().err
+
+
+class _no_raise:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
+
+
+def test_meta_average_and_its_deprecated_alias_agree(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["meta", "imagenhub", "--human", "--round", "4", "--json"]
+    assert main([*base, "--average", "fisher_z"]) == 0
+    new = json.loads(capsys.readouterr().out)
+    assert main([*base, "--aggregate", "fisher_z"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == new and new["averaging"] == "fisher_z"
+    assert "--aggregate is deprecated; use --average" in captured.err
