@@ -11,6 +11,7 @@ from typing import Any
 
 from cigeval.cli._common import EXIT_OK, EXIT_SAMPLE_ERRORS, UsageError
 from cigeval.cli._flags import add_tasks_file_flag, load_tasks_files
+from cigeval.config import EvalConfig
 from cigeval.errors import CigevalError
 
 
@@ -24,7 +25,11 @@ def add_validate_subparser(subparsers: Any) -> None:
         "samples are valid, 1 when some are not, 2 for usage errors.",
     )
     p.add_argument("samples", type=Path, help="samples JSONL (image paths relative to it)")
-    p.add_argument("--rubric", default="cigeval", help="rubric whose needs are checked")
+    p.add_argument(
+        "--rubric",
+        default=EvalConfig.model_fields["rubric"].default,
+        help="rubric whose needs are checked (default: %(default)s)",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object per invalid sample")
     add_tasks_file_flag(p)
 
