@@ -174,6 +174,13 @@ class RunConfig(BaseModel):
         description="do not read or write the response cache",
         json_schema_extra=_flag("--no-cache", negate=True),
     )
+    image_dir: Path | None = Field(
+        None,
+        description="folder keeping every image shown to the judge that is not an input file "
+        "as it is (highlighted tool outputs, converted images), named by hash, for reports "
+        "and trajectory exports (command line default: RESULTS.images next to --out)",
+        json_schema_extra=_flag("--image-dir", metavar="DIR"),
+    )
 
 
 class EnsembleConfig(BaseModel):

@@ -71,11 +71,12 @@ def load_image(
         # The file already is what a model accepts: send its bytes instead of re-encoding.
         # Tagged with the pixel store's identity: a copy (which would keep ``info``) does not
         # match, so an edited copy is never sent as the original file.
-        rgb.info[RAW_BYTES_KEY] = (data, mime, id(rgb.im))
+        rgb.info[RAW_BYTES_KEY] = (data, mime, id(rgb.im), str(path.resolve()))
     return rgb
 
 
-#: Key in ``Image.info`` holding (file bytes, mime) of an image that can be sent unchanged.
+#: Key in ``Image.info`` holding (file bytes, mime, pixel store id, file path) of an image
+#: that can be sent unchanged.
 RAW_BYTES_KEY = "cigeval_raw_bytes"
 _PASSTHROUGH_MIME = {"PNG": "image/png", "JPEG": "image/jpeg"}
 _EXIF_ORIENTATION = 0x0112
@@ -122,6 +123,8 @@ class EncodedImage:
     sha256: str
     width: int
     height: int
+    #: The file these exact bytes were read from, when the image is sent unchanged.
+    source: str | None = None
 
     @classmethod
     def from_pil(cls, image: Image.Image, fmt: str = "PNG") -> EncodedImage:
@@ -132,8 +135,9 @@ class EncodedImage:
         """
         raw = image.info.get(RAW_BYTES_KEY)
         if raw is not None and raw[2] == id(image.im):
-            data, mime = raw[0], raw[1]
-            return cls(data, mime, hashlib.sha256(data).hexdigest(), image.width, image.height)
+            data, mime, _, source = raw
+            digest = hashlib.sha256(data).hexdigest()
+            return cls(data, mime, digest, image.width, image.height, source)
         buffer = io.BytesIO()
         rgb = to_rgb(image)
         if fmt.upper() == "JPEG":

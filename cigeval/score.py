@@ -29,6 +29,11 @@ class SubScore(BaseModel):
     judgments: list[float] | None = Field(
         None, description="Individual scores when several judges were combined."
     )
+    tool_image_ids: dict[str, str] = Field(
+        default_factory=dict,
+        description="The tool's images shown to the judge, by role, as sha256 (see "
+        "Score.image_files for where they are).",
+    )
     _tool_images: dict[str, Image.Image] = PrivateAttr(default_factory=dict)
 
     @property
@@ -96,6 +101,13 @@ class Score(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict, description="Rubric-specific output.")
     spread: dict[str, float] | None = Field(None, description="Disagreement among judges.")
     judge: str | None = Field(None, description="Identity of the judge model(s).")
+    input_images: dict[str, str] = Field(
+        default_factory=dict, description="The sample's images shown to the judge: role -> sha256."
+    )
+    image_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="Where each image shown to the judge can be read back: sha256 -> path.",
+    )
     passthrough: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, int] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
@@ -131,6 +143,10 @@ class Score(BaseModel):
         if self.spread is not None:
             record["spread"] = self.spread
         record.update(self.passthrough)
+        if self.input_images:
+            record["input_images"] = self.input_images
+        if self.image_files:
+            record["image_files"] = self.image_files
         record["judge"] = self.judge
         record["usage"] = self.usage
         record["config"] = self.config
@@ -153,6 +169,8 @@ class Score(BaseModel):
             "details",
             "spread",
             "judge",
+            "input_images",
+            "image_files",
             "usage",
             "config",
             "trace",
@@ -170,6 +188,8 @@ class Score(BaseModel):
             details=record.get("details") or {},
             spread=record.get("spread"),
             judge=record.get("judge"),
+            input_images=record.get("input_images") or {},
+            image_files=record.get("image_files") or {},
             usage=record.get("usage") or {},
             config=record.get("config") or {},
             trace=Trace.model_validate({"events": record.get("trace") or []}),

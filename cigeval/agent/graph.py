@@ -156,6 +156,9 @@ async def judge_node(state: QuestionState, runtime: Runtime[AgentContext]) -> di
     )
     if result is not None:
         sub._tool_images.update(result.images)
+        sub.tool_image_ids = {
+            role: ctx.run.encode(img).sha256 for role, img in result.images.items()
+        }
     return {"sub_scores": [sub], "round": state["round"]}
 
 

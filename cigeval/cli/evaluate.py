@@ -58,9 +58,14 @@ def build_configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, Ense
     """The three configs from the parsed ``evaluate`` arguments (UsageError when invalid)."""
     return (
         build_config(args, EvalConfig),
-        build_config(args, RunConfig),
+        build_config(args, RunConfig, base={"image_dir": default_image_dir(args.out)}),
         build_config(args, EnsembleConfig),
     )
+
+
+def default_image_dir(out: Path) -> Path:
+    """Where a run keeps the images it showed the judge: ``results.jsonl`` -> ``results.images``."""
+    return out.with_name(out.stem + ".images")
 
 
 def _pending(

@@ -37,6 +37,8 @@ def assemble_score(
     passthrough: dict[str, Any],
     usage: dict[str, int] | None = None,
     images: dict[str, Image.Image] | None = None,
+    input_images: dict[str, str] | None = None,
+    image_files: dict[str, str] | None = None,
 ) -> Score:
     """The Score of one sample. ``status`` is ``ok`` exactly when the verdict has a value."""
     error = verdict.error
@@ -54,6 +56,8 @@ def assemble_score(
         details=dict(verdict.details),
         spread=verdict.spread,
         judge=judge,
+        input_images=input_images or {},
+        image_files=image_files or {},
         passthrough=dict(passthrough),
         usage=usage or {},
         config=config,

@@ -13,6 +13,8 @@ from cigeval.errors import ConfigError, InputError
 from cigeval.evaluation._sync import run_sync
 from cigeval.evaluation.assemble import assemble_score, usage_of
 from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
+from cigeval.image_store import ImageStore, image_location
+from cigeval.images import EncodedImage
 from cigeval.rubrics import get_rubric
 from cigeval.sample import Sample, SampleLine, load_sample_images, sample_from_dict
 from cigeval.sample_run import SampleRun
@@ -70,6 +72,8 @@ class Evaluator:
         self.judges = build_judges(
             self.backends, self.config.generation(), self.ensemble, self.config.prompt_dir
         )
+        image_dir = self.run_config.image_dir
+        self.image_store = ImageStore(image_dir) if image_dir is not None else None
         use_cache = self.run_config.use_cache and self.run_config.cache_dir is not None
         self.tool_cache = ResponseCache(self.run_config.cache_dir) if use_cache else None  # type: ignore[arg-type]
 
@@ -139,6 +143,8 @@ class Evaluator:
                 sub_question_level=getattr(self.rubric, "combines_sub_scores", False),
             )
         trace = Trace(events=[e for _, _, t in outcomes for e in t.events])
+        input_images = {r: encoded[id(i)].sha256 for r, i in images.items() if id(i) in encoded}
+        image_files = await asyncio.to_thread(self._image_files, encoded.values())
         wall_ms = round((time.perf_counter() - started) * 1000)
         return assemble_score(
             sample_id=sample.id,
@@ -151,7 +157,18 @@ class Evaluator:
             passthrough=sample.passthrough(),
             usage=usage_of((s for _, s, _ in outcomes), trace, wall_ms),
             images=images,
+            input_images=input_images,
+            image_files=image_files,
         )
+
+    def _image_files(self, encoded: Iterable[EncodedImage]) -> dict[str, str]:
+        """sha256 -> where each image shown to the judge can be read back."""
+        files: dict[str, str] = {}
+        for image in encoded:
+            location = image_location(image, self.image_store)
+            if location is not None:
+                files[image.sha256] = location
+        return files
 
     def evaluate(self, item: SampleInput) -> Score:
         """Synchronous :meth:`evaluate_async`."""

@@ -1,0 +1,55 @@
+"""Every image shown to the judge can be found again from the record, byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from PIL import Image
+
+from cigeval.results import read_records
+from cigeval.testing import rule_judge
+from tests.cli_support import evaluate_cli
+from tests.openai_server import FakeOpenAIServer
+from tests.samples_factory import seven_task_samples, write_jsonl
+
+
+def test_records_locate_every_image_the_judge_saw(tmp_path: Path) -> None:
+    samples = seven_task_samples(tmp_path)
+    rgba = tmp_path / "rgba_output.png"
+    Image.new("RGBA", (64, 64), (255, 0, 0, 128)).save(rgba)
+    samples[0]["images"]["output"] = rgba.name  # converted to RGB: not sent as the file is
+    path = write_jsonl(tmp_path / "samples.jsonl", samples)
+    out = tmp_path / "results.jsonl"
+    judge = rule_judge(tools={"editing instruction": "Difference", "minimal": "Difference"})
+    with FakeOpenAIServer(judge) as server:
+        assert evaluate_cli(server, path, out) == 0
+    store = tmp_path / "results.images"
+    records = list(read_records(out))
+    assert len(records) == 7
+    for record in records:
+        sent = {
+            image["sha256"]
+            for event in record["trace"]
+            if event["type"] == "model_call"
+            for message in event["messages"]
+            for image in message["images"]
+        }
+        assert sent and sent == set(record["image_files"]), record["id"]
+        for sha, location in record["image_files"].items():
+            assert hashlib.sha256(Path(location).read_bytes()).hexdigest() == sha
+        for role, sha in record["input_images"].items():
+            assert sha in record["image_files"], (record["id"], role)
+    by_id = {r["id"]: r for r in records}
+    t2i = by_id["t2i"]
+    assert (
+        Path(t2i["image_files"][t2i["input_images"]["output"]]).parent
+        == store / (t2i["input_images"]["output"][:2])
+    )
+    tie = by_id["tie"]
+    assert tie["image_files"][tie["input_images"]["source"]] == str((tmp_path / "source.png"))
+    highlighted = [s["tool_image_ids"] for s in tie["sub_scores"] if s["tool"] == "Difference"]
+    assert highlighted and all(set(ids) == {"source", "output"} for ids in highlighted)
+    for ids in highlighted:
+        for sha in ids.values():
+            assert Path(tie["image_files"][sha]).is_relative_to(store)
