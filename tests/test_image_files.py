@@ -47,7 +47,7 @@ def test_records_locate_every_image_the_judge_saw(tmp_path: Path) -> None:
         == store / (t2i["input_images"]["output"][:2])
     )
     tie = by_id["tie"]
-    assert tie["image_files"][tie["input_images"]["source"]] == str((tmp_path / "source.png"))
+    assert tie["image_files"][tie["input_images"]["source"]] == str(tmp_path / "source.png")
     highlighted = [s["tool_image_ids"] for s in tie["sub_scores"] if s["tool"] == "Difference"]
     assert highlighted and all(set(ids) == {"source", "output"} for ids in highlighted)
     for ids in highlighted:
