@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from cigeval.errors import MissingDependency, ToolError
+from cigeval.errors import MissingDependency, PreflightError, ToolError
 from cigeval.images import to_rgb
 from cigeval.tools._format import box_record, fmt_box, highlight_note
 from cigeval.tools.base import Box, ToolContext, ToolResult
@@ -98,6 +98,15 @@ class OCRTool:
 
     def __init__(self, min_confidence: float = 0.5) -> None:
         self.min_confidence = min_confidence
+
+    def preflight(self, config: Any) -> None:
+        """Create the OCR engine now (blocking); PreflightError when it is not installed."""
+        try:
+            _engine()
+        except MissingDependency as exc:
+            raise PreflightError(
+                f"{exc}, or offer the agent tools without OCR (--tools without it)"
+            ) from exc
 
     async def run(self, ctx: ToolContext) -> ToolResult:
         """Read the text in every image the sub-question shows."""

@@ -44,11 +44,34 @@ def test_key_covers_what_changes_the_answer() -> None:
     assert base not in variants and len(set(variants)) == len(variants)
 
 
-def test_key_ignores_urls_keys_timeouts_and_retries() -> None:
+def test_key_ignores_keys_timeouts_retries_and_credentials_but_not_the_server() -> None:
     a = OpenAIBackend("m", ["http://127.0.0.1:1/v1"], api_key="k1", timeout_s=5, max_retries=0)
-    b = OpenAIBackend("m", ["http://10.0.0.2:8000/v1"], api_key="k2", timeout_s=99, max_retries=9)
+    b = OpenAIBackend("m", ["http://u:pw@127.0.0.1:1/v1/"], api_key="k2", max_retries=9)
+    other = OpenAIBackend("m", ["http://10.0.0.2:8000/v1"], api_key="k1")
     request = image_request("x", (make_image(),))
-    assert cache_key(a.identity, request) == cache_key(b.identity, request)
+    assert a.endpoint == b.endpoint == "http://127.0.0.1:1/v1"  # no credentials, no slash
+    assert CachedBackend(a, ResponseCache("c")).key(request) == CachedBackend(
+        b, ResponseCache("c")
+    ).key(request)
+    assert CachedBackend(a, ResponseCache("c")).key(request) != CachedBackend(
+        other, ResponseCache("c")
+    ).key(request)
+
+
+def test_replicas_of_one_spec_share_a_key_in_any_order() -> None:
+    request = image_request("x", (make_image(),))
+    ab = OpenAIBackend("m", ["http://a:1/v1", "http://b:1/v1"], api_key="k")
+    ba = OpenAIBackend("m", ["http://b:1/v1", "http://a:1/v1"], api_key="k")
+    only_a = OpenAIBackend("m", ["http://a:1/v1"], api_key="k")
+    assert ab.endpoint == ba.endpoint == "http://a:1/v1,http://b:1/v1"
+    keys = {CachedBackend(b, ResponseCache("c")).key(request) for b in (ab, ba, only_a)}
+    assert len(keys) == 2
+
+
+def test_key_covers_the_prompt_templates() -> None:
+    request = image_request("x", (make_image(),))
+    other = ModelRequest(request.messages, request.settings, prompts_sha256="f" * 64)
+    assert cache_key("m", request) != cache_key("m", other)
 
 
 async def test_hit_makes_no_call_and_survives_a_fresh_instance(tmp_path: Path) -> None:
@@ -67,19 +90,22 @@ async def test_http_cache_hit_makes_no_request(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     openai_server.replies = ["remembered"]
+    with_password = openai_server.base_url.replace("http://", "http://user:hunter2@")
     backend = CachedBackend(
-        OpenAIBackend("fake-model", [openai_server.base_url], api_key=SECRET_KEY),
+        OpenAIBackend("fake-model", [with_password], api_key=SECRET_KEY),
         ResponseCache(tmp_path),
     )
     request = image_request("judge", (make_image(),))
-    assert (await backend.complete(request)).cached is False
+    first = await backend.complete(request)
+    assert first.cached is False and first.finish_reason == "stop"
     again = await backend.complete(request)
     assert again.cached and again.text == "remembered"
+    assert (again.finish_reason, again.endpoint) == ("stop", openai_server.base_url)
     assert len(openai_server.requests) == 1
     for file in tmp_path.rglob("*"):
         if file.is_file():
             assert SECRET_KEY.encode() not in file.read_bytes()
-            assert openai_server.base_url.encode() not in file.read_bytes()
+            assert b"hunter2" not in file.read_bytes()
 
 
 async def test_errors_are_not_cached(tmp_path: Path) -> None:
