@@ -17,7 +17,7 @@ say which names it serves, which any name then passes); such requests are counte
 ``models_status`` makes that route answer an HTTP error instead (404: a server without it).
 
 Or as a pytest fixture: ``from tests.openai_server import openai_server`` in a conftest.
-Faults: ``"429"`` (with Retry-After / retry-after-ms), ``"500"``, ``"400"``, ``"401"``,
+Faults: ``"429"`` (with Retry-After / retry-after-ms), ``"500"``, ``"400"``, ``"401"``, ``"404"``,
 ``"garbage"`` (HTTP 200, a body that is not JSON), ``"no_choices"`` (HTTP 200, valid JSON
 without choices) and ``"drop"`` (the connection closes before any response).
 """
@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-FAULTS = ("429", "500", "400", "401", "garbage", "no_choices", "drop")
+FAULTS = ("429", "500", "400", "401", "404", "garbage", "no_choices", "drop")
 
 #: A reply function gets the parsed request body and returns the reply text.
 ReplyFunction = Callable[[dict[str, Any]], str]

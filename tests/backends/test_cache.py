@@ -249,3 +249,87 @@ async def test_a_failed_shared_call_fails_every_waiter_and_is_not_cached(tmp_pat
     assert all(isinstance(r, BackendError) for r in results)
     with pytest.raises(BackendError):
         await backend.complete(request)
+
+
+# ------------------------------------------------------------ failures cost only themselves
+
+
+async def test_a_cache_folder_that_is_a_file_is_a_miss_not_a_crash(tmp_path: Path) -> None:
+    in_the_way = tmp_path / "file"
+    in_the_way.write_text("x")
+    cache = ResponseCache(in_the_way)
+    backend = CachedBackend(ScriptedBackend(["one", "two"]), cache)
+    request = image_request()
+    assert (await backend.complete(request)).text == "one"
+    assert (await backend.complete(request)).text == "two"  # nothing was stored
+    cache.set("k", [1])
+    assert cache.get("k") is None
+    backend.forget(request)  # no error either
+
+
+async def test_waiters_resolve_when_the_answer_cannot_be_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("cigeval.backends.cache.os.replace", full_disk)
+
+    async def slow(request: ModelRequest) -> str:
+        await asyncio.sleep(0.02)
+        return "answer"
+
+    backend = CachedBackend(ScriptedBackend(slow), ResponseCache(tmp_path))
+    request = ModelRequest((Message.text("user", "same"),))
+    replies = await asyncio.wait_for(
+        asyncio.gather(*(backend.complete(request) for _ in range(4))), timeout=5
+    )
+    assert [r.text for r in replies] == ["answer"] * 4
+    assert not any(tmp_path.rglob("*.part")), "no temporary file is left behind"
+
+
+async def test_a_cancelled_call_lets_its_waiters_ask_themselves(tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> str:
+        started.set()
+        await asyncio.sleep(0.05)
+        return "answer"
+
+    inner = ScriptedBackend(slow)
+    backend = CachedBackend(inner, ResponseCache(tmp_path))
+    request = ModelRequest((Message.text("user", "same"),))
+    owner = asyncio.ensure_future(backend.complete(request))
+    await started.wait()
+    waiter = asyncio.ensure_future(backend.complete(request))
+    await asyncio.sleep(0)
+    owner.cancel()
+    reply = await asyncio.wait_for(waiter, timeout=5)
+    assert reply.text == "answer" and len(inner.requests) == 2
+    assert owner.cancelled()
+
+
+async def test_lone_surrogates_round_trip_through_the_cache(tmp_path: Path) -> None:
+    backend = CachedBackend(ScriptedBackend(["half \ud800 pair"]), ResponseCache(tmp_path))
+    request = ModelRequest((Message.text("user", "question \udfff"),))
+    assert (await backend.complete(request)).text == "half \ud800 pair"
+    hit = await backend.complete(request)
+    assert hit.cached and hit.text == "half \ud800 pair"
+    for file in tmp_path.rglob("*.json"):
+        file.read_bytes().decode("ascii")  # escaped, never raw surrogates
+
+
+async def test_forget_and_bypass(tmp_path: Path) -> None:
+    from cigeval.backends.cache import bypass_cached_answers
+
+    inner = ScriptedBackend(["first", "second", "third"])
+    backend = CachedBackend(inner, ResponseCache(tmp_path))
+    request = image_request()
+    assert (await backend.complete(request)).text == "first"
+    assert (await backend.complete(request)).text == "first"
+    backend.forget(request)
+    assert (await backend.complete(request)).text == "second"
+    with bypass_cached_answers():
+        assert (await backend.complete(request)).text == "third"
+    hit = await backend.complete(request)
+    assert hit.cached and hit.text == "third"  # the fresh answer replaced the old one
