@@ -251,9 +251,9 @@ class Evaluator:
                 files[image.sha256] = location
         return files
 
-    def evaluate(self, item: SampleInput) -> Score:
+    def evaluate(self, item: SampleInput, *, refresh_cache: bool = False) -> Score:
         """Synchronous :meth:`evaluate_async`."""
-        return run_sync(self._closing(self.evaluate_async(item)))
+        return run_sync(self._closing(self.evaluate_async(item, refresh_cache=refresh_cache)))
 
     async def aclose(self) -> None:
         """Close the HTTP connections the judges opened in the running event loop.

@@ -33,15 +33,25 @@ _ENGINE_LOCK = threading.Lock()
 _RUN_LOCK = threading.Lock()
 
 
+_ENGINE_ERROR: ToolError | None = None
+
+
 def _engine() -> Any:
-    global _ENGINE
+    """The shared engine; an engine that failed to start fails again at once (remembered)."""
+    global _ENGINE, _ENGINE_ERROR
     with _ENGINE_LOCK:
         if _ENGINE is None:
+            if _ENGINE_ERROR is not None:
+                raise _ENGINE_ERROR.with_traceback(None)
             try:
                 from rapidocr_onnxruntime import RapidOCR
             except ImportError:
                 raise MissingDependency("rapidocr-onnxruntime", "ocr", "The OCR tool") from None
-            _ENGINE = RapidOCR()
+            try:
+                _ENGINE = RapidOCR()
+            except Exception as exc:
+                _ENGINE_ERROR = ToolError(f"the OCR engine could not start: {exc}")
+                raise _ENGINE_ERROR from exc
         return _ENGINE
 
 
@@ -103,9 +113,9 @@ class OCRTool:
         """Create the OCR engine now (blocking); PreflightError when it is not installed."""
         try:
             _engine()
-        except MissingDependency as exc:
+        except (MissingDependency, ToolError) as exc:
             raise PreflightError(
-                f"{exc}, or offer the agent tools without OCR (--tools without it)"
+                f"{exc}; or offer the agent tools without OCR (--tools without it)"
             ) from exc
 
     async def run(self, ctx: ToolContext) -> ToolResult:
