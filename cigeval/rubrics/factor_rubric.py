@@ -2,9 +2,10 @@
 
 A factor rubric shows the judge the edited image next to either a ground-truth edit
 ("offline", reference-based) or the source image ("online", reference-free), describes each
-factor, and asks for one JSON object with an integer score and a 15-30 word justification per
-factor. The reply is validated strictly (:mod:`cigeval.rubrics.factor_parsing`) and re-asked
-with the exact problem when it fails; after the last re-ask the sample is an ``error`` record.
+factor in the wording of that mode (offline: against the ground truth), and asks for one JSON
+object with an integer score and a 15-30 word justification per factor. The reply is
+validated strictly (:mod:`cigeval.rubrics.factor_parsing`) and re-asked with the exact problem
+when it fails; after the last re-ask the sample is an ``error`` record.
 The built-in factor rubrics (:mod:`cigeval.rubrics.factors`) and user rubrics
 (:func:`cigeval.rubrics.custom.define_rubric`) are all instances of this class.
 """
