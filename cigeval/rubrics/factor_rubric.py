@@ -329,8 +329,9 @@ class FactorRubric:
         results: dict[str, dict[str, Any]] = reply[spec.result_key]
         scores = {key: int(entry["score"]) for key, entry in results.items()}
         details.update(reply)
-        if reply["image_id"] != spec.image_id:
-            written = "no image_id" if reply["image_id"] is None else repr(reply["image_id"])
+        written_id = reply["image_id"]
+        if written_id is None or str(written_id) != spec.image_id:
+            written = "no image_id" if written_id is None else repr(written_id)
             details["warnings"] = [
                 f"the reply gives {written} instead of the sample id {spec.image_id!r}; "
                 "accepted (image_id only echoes the sample)"

@@ -275,6 +275,10 @@ async def test_matching_image_id_leaves_no_warning():
     backend = ScriptedBackend([reply(answer(IF_KEYS, image_id=" s1 "))])
     score = await INSTRUCTION_FIDELITY.evaluate(make_run(offline_sample(), backend))
     assert score.details["image_id"] == "s1" and "warnings" not in score.details
+    # a numeric sample id echoed as a JSON number is the same id
+    backend = ScriptedBackend([reply(answer(IF_KEYS, image_id=7))])
+    score = await INSTRUCTION_FIDELITY.evaluate(make_run(offline_sample(id="7"), backend))
+    assert score.details["image_id"] == 7 and "warnings" not in score.details
 
 
 async def test_a_wrong_image_id_does_not_hide_real_problems():
