@@ -15,7 +15,8 @@ import pytest
 from PIL import Image
 
 from cigeval.config import EvalConfig, GroundingConfig
-from cigeval.errors import ToolError
+from cigeval.errors import ConfigError, ToolError
+from cigeval.tasks import SubQuestion
 from cigeval.tools import Box, GroundingDinoDetector, GroundingTool, normalize_query
 from cigeval.tools import grounding as grounding_module
 from tests.tiny_grounding import build_tiny_grounding_dino
@@ -110,7 +111,8 @@ def test_missing_checkpoint_fails_fast_with_advice(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     started = time.monotonic()
     detector = GroundingDinoDetector(str(tmp_path / "no_such_model"), device="cpu")
-    with pytest.raises(ToolError) as info:
+    # A setup error (ConfigError), never a per-sample tool failure that could fall back.
+    with pytest.raises(ConfigError) as info:
         detector.detect(_image(3), "dog")
     assert time.monotonic() - started < 10
     message = str(info.value)
@@ -215,6 +217,10 @@ async def test_tool_without_query_highlights_nothing(
 ) -> None:
     images = {"source": _image(8), "output": _image(9)}
     ctx = make_ctx("text_guided_ie", "edit_success", images, instruction="remove the cat")
+    # A sub-question of one's own with no default query and no condition: nothing to find.
+    ctx.question = SubQuestion(
+        id="kept", question="Is it kept?", image_roles=("source", "output"), rules="Rate it."
+    )
     result = await GroundingTool().run(ctx)
     assert not result.highlighted and result.images == {} and detect_calls == []
     assert "none was given" in result.text
