@@ -81,6 +81,9 @@ def test_one_conversation_per_call(human_sc: dict[str, float]) -> None:
     assert plan["messages"][-1] == {"role": "assistant", "content": "grounding"}
     assert plan["images"] == ["sha256:" + "b" * 8] and plan["image_labels"] == ["output"]
     assert judge["messages"][-1]["content"] == '{"score": 7}'
+    # the reply that worked answers the request as first asked, without the failed attempt
+    assert [m["role"] for m in judge["messages"]] == ["system", "user", "assistant"]
+    assert "bad reply" not in json.dumps(judge)
     placeholders = sum(m["content"].count("<image>") for m in judge["messages"])
     assert placeholders == len(judge["images"]) == 2
     kept_all = io.StringIO()
@@ -93,8 +96,8 @@ def test_one_conversation_per_sample(human_sc: dict[str, float]) -> None:
     export_trajectories([_record(uid, 0.5)], out, per="sample", image_template="img/{sha256}.png")
     (line,) = _lines(out)
     roles = [m["role"] for m in line["messages"]]
-    assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
-    assert roles.count("system") == 1
+    assert roles == ["system", "user", "assistant", "user", "assistant"]
+    assert "bad reply" not in json.dumps(line)
     placeholders = sum(m["content"].count("<image>") for m in line["messages"])
     assert placeholders == len(line["images"]) == 3
     assert line["images"][0] == "img/bbbbbbbb.png"
