@@ -138,8 +138,7 @@ def _conversations(
         ]
     # One conversation per sample: a call whose messages continue an earlier one (a later round
     # of the same sub-question) extends it, even when other sub-questions' calls came in
-    # between; the conversations are then joined in order, each after the first without its
-    # system prompt.
+    # between; the conversations are then joined in order, a system prompt only once.
     threads: list[list[_Turn]] = []
     for _, turns in per_call:
         asked = [t[0] for t in turns[:-1]]
@@ -151,7 +150,8 @@ def _conversations(
             threads.append(list(turns))
     merged: list[_Turn] = []
     for thread in threads:
-        merged += [t for t in thread if not merged or t[0]["role"] != "system"]
+        has_system = any(t[0]["role"] == "system" for t in merged)
+        merged += [t for t in thread if not (has_system and t[0]["role"] == "system")]
     return [_conversation(base, merged)] if merged else []
 
 
