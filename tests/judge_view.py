@@ -18,6 +18,7 @@ from PIL import Image, ImageDraw
 from cigeval.messages import ImagePart, ModelRequest
 from cigeval.tasks.labels import CONDITION_LABELS
 from cigeval.testing import request_text, template_of
+from cigeval.tools import Box
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "what-the-judge-sees.md"
 
@@ -172,3 +173,17 @@ def fill(template: str, sample: dict[str, Any]) -> str:
 def decoded(part: ImagePart) -> Image.Image:
     """The image a request carried, decoded from the bytes sent."""
     return Image.open(io.BytesIO(part.image.data)).convert("RGB")
+
+
+class RecordingDetector:
+    """A stand-in GroundingDINO: records each query and finds one box in the top-left quarter."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def cache_key(self, image_sha256: str, query: str) -> str:
+        return f"recording:{image_sha256}:{query}"
+
+    def detect(self, image: Image.Image, query: str) -> list[Box]:
+        self.queries.append(query)
+        return [Box(0, 0, image.width / 2, image.height / 2, label="thing", score=0.9)]

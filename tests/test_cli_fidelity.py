@@ -203,3 +203,58 @@ def test_presets_and_the_scene_graph_prompt_through_the_cli(env: Path) -> None:
     assert (difference["measure"], difference["max_regions"]) == ("gray", 1)
     grounding = record["config"]["grounding"]
     assert (grounding["box_threshold"], grounding["text_threshold"]) == (0.2, 0.2)
+
+
+def test_masks_differences_and_default_queries_through_the_cli(env: Path) -> None:
+    from tests.tiny_grounding import build_tiny_grounding_dino
+
+    checkpoint = env / "tiny-gdino"
+    build_tiny_grounding_dino(checkpoint)
+    source = np.full((96, 96, 3), 200, np.uint8)
+    output = source.copy()
+    output[20:40, 20:40] = (250, 10, 10)  # the requested edit, inside the mask
+    output[70:80, 70:80] = (10, 10, 250)  # two changes outside it
+    output[4:10, 80:90] = (10, 250, 10)
+    mask = np.zeros((96, 96, 4), np.uint8)  # opaque square = edit, transparent elsewhere
+    mask[..., :3] = 255
+    mask[16:44, 16:44, 3] = 255
+    Image.fromarray(source).save(env / "src.png")
+    Image.fromarray(output).save(env / "out.png")
+    Image.fromarray(mask, "RGBA").save(env / "mask.png")
+    sample = {
+        "id": "mgie",
+        "task": "mask_guided_ie",
+        "instruction": "make the square red",
+        "images": {"source": "src.png", "mask": "mask.png", "output": "out.png"},
+    }
+    samples = write_jsonl(env / "samples.jsonl", [sample])
+
+    def reply(body: dict[str, Any]) -> str:
+        text = request_text(body)
+        if "### Questions" in text:
+            return _plan_with("Highlight", "MaskFocus")
+        return '{"score": 6, "reasoning": "ok"}'
+
+    out = env / "results.jsonl"
+    flags = [
+        "--grounding-checkpoint", str(checkpoint), "--box-threshold", "0",
+        "--text-threshold", "0", "--diff-max-regions", "1",
+    ]  # fmt: skip
+    with FakeOpenAIServer(reply) as server:
+        assert evaluate_cli(server, samples, out, *flags) == 0
+    (record,) = read_records(out)
+    edit, over = record["sub_scores"]
+    # Highlight = Grounding of the instruction, as the official code grounds it
+    assert edit["tool"] == "Grounding" and edit["tool_query"] == "make the square red"
+    # MaskFocus = Difference with the mask read from its alpha channel
+    assert over["tool"] == "Difference"
+    assert (
+        "Mask region (where the edit was asked for), in source pixels: [16, 16, 44, 44]"
+        in (over["tool_output"])
+    )
+    assert "OUTSIDE the mask" in over["tool_output"]
+    # --diff-max-regions 1 lists the largest, and says how many there are
+    assert over["tool_output"].startswith(
+        "Difference between the source and the output image: 3 changed regions"
+    )
+    assert "(showing the 1 largest of 2)" in over["tool_output"]

@@ -19,9 +19,10 @@ from cigeval.messages import ImagePart, ModelRequest
 from cigeval.sample import sample_from_dict
 from cigeval.tasks import TASK_IDS, get_task
 from cigeval.testing import request_text, rule_judge
-from cigeval.tools import Box, GroundingTool
+from cigeval.tools import GroundingTool
 from cigeval.tools.registry import TOOLS
 from tests.judge_view import (
+    RecordingDetector,
     decoded,
     doc_rows,
     expected_size,
@@ -115,20 +116,6 @@ def test_side_by_side_without_concept_names_says_left_and_right(samples) -> None
 
 def _image_parts(request: ModelRequest) -> list[ImagePart]:
     return [p for m in request.messages for p in m.parts if isinstance(p, ImagePart)]
-
-
-class RecordingDetector:
-    """A stand-in GroundingDINO: records each query and finds one box in the top-left quarter."""
-
-    def __init__(self) -> None:
-        self.queries: list[str] = []
-
-    def cache_key(self, image_sha256: str, query: str) -> str:
-        return f"recording:{image_sha256}:{query}"
-
-    def detect(self, image: Image.Image, query: str) -> list[Box]:
-        self.queries.append(query)
-        return [Box(0, 0, image.width / 2, image.height / 2, label="thing", score=0.9)]
 
 
 def _highlight_everything(request: ModelRequest) -> str:

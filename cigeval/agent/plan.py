@@ -16,6 +16,7 @@ from cigeval.errors import ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.parsing import extract_json, parse_yes_no
 from cigeval.prompts import render
+from cigeval.registry import normalize_name
 from cigeval.sample_run import SampleRun
 from cigeval.tasks import SubQuestion, TaskSpec
 from cigeval.tasks.labels import condition_label
@@ -134,12 +135,13 @@ def parse_plan(
         if not isinstance(entry, dict):
             problem(f"list entries must be JSON objects, got {entry!r}")
             continue
-        lowered = {str(k).strip().lower(): v for k, v in entry.items()}
-        if "task_id" not in lowered:
+        # Keys in any spelling: "task_id", "Task ID", "taskId" are one key.
+        lowered = {normalize_name(str(k)): v for k, v in entry.items()}
+        if "taskid" not in lowered:
             problem(f"an entry has no task_id: {entry!r}")
             continue
         try:
-            tid = _match_task_id(lowered["task_id"], ids)
+            tid = _match_task_id(lowered["taskid"], ids)
         except ParseError as exc:
             problem(str(exc))
             continue
