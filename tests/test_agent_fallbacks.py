@@ -203,3 +203,43 @@ def test_the_judge_asking_for_an_unknown_tool_gets_a_round_without_one(seven) ->
     assert re.search(r"unknown tool 'Magnifier'", last_turn)
     assert "round 2: unknown tool 'Magnifier'" in (score.sub_scores[0].note or "")
     assert score.sub_scores[0].tool_steps == []
+
+
+def test_a_tool_failing_in_a_later_round_is_reported_to_the_judge(seven) -> None:
+    judge = iter(
+        [
+            '{"thought": "try the other tool", "tool": "Boom", "query": ""}',
+            '{"score": 2, "reasoning": "judged from the images"}',
+        ]
+    )
+
+    def reply(request: ModelRequest) -> str:
+        if "### Questions" in request_text(request):
+            return json.dumps([_entry("1", "None")])
+        return next(judge)
+
+    with TOOLS.scoped():
+        TOOLS.register("Boom", Boom(RuntimeError("kaboom")))  # type: ignore[arg-type]
+        score, backend = _run(seven["text_guided_ig"], reply, tools=("Boom",), max_rounds=2)
+    assert score.ok and score.value == pytest.approx(0.2)
+    last_turn = backend.requests[-1].messages[-1].text_content()
+    assert "No tool ran: the Boom tool failed: RuntimeError: kaboom" in last_turn
+    sub = score.sub_scores[0]
+    assert [(s.round, s.tool, s.error) for s in sub.tool_steps] == [
+        (2, "Boom", "the Boom tool failed: RuntimeError: kaboom")
+    ]
+    assert sub.tool is None and "judged without it" in (sub.note or "")
+
+
+def test_a_reply_with_neither_score_nor_tool_still_fails_the_sub_question(seven) -> None:
+    def reply(request: ModelRequest) -> str:
+        if "### Questions" in request_text(request):
+            return json.dumps([_entry("1", "None")])
+        return "no idea"
+
+    score, backend = _run(
+        seven["text_guided_ig"], reply, tools=("Difference",), max_rounds=2, max_parse_retries=1
+    )
+    assert score.status == "error" and score.value is None
+    assert "no usable reply after 2 attempt(s)" in (score.error or "")
+    assert len(backend.requests) == 3  # the plan, then the judge asked twice

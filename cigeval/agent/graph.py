@@ -73,7 +73,8 @@ class QuestionState(TypedDict, total=False):
     ``item`` is this round's action; ``result`` what its tool returned (None: no tool ran);
     ``conversation`` every message of the earlier rounds, the judge's replies included;
     ``request`` the judge's reply that asked for this round; ``steps`` the tool runs so far;
-    ``notes`` why the judging departed from the plan; ``last_result`` the latest tool output.
+    ``notes`` why the judging departed from the plan; ``last_result`` the latest tool output;
+    ``failure`` why this round's tool gave no result.
     """
 
     index: int
@@ -85,6 +86,7 @@ class QuestionState(TypedDict, total=False):
     steps: list[ToolStep]
     notes: list[str]
     last_result: ToolResult | None
+    failure: str | None
     sub_scores: Annotated[list[SubScore], operator.add]
 
 
@@ -145,7 +147,7 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
         ActionEvent(tool=item.tool, query=item.query, question_id=question.id, round=round_number)
     )
     if item.tool is None:
-        return {"result": None}
+        return {"result": None, "failure": None}
 
     async def call_model(purpose: str, messages: list[Message]) -> str:
         return await run.judge.call(purpose, messages, question.id, round=round_number)
@@ -176,6 +178,7 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
         run.trace.add(ErrorEvent(stage=FALLBACK, message=note, question_id=question.id))
         return {
             "result": None,
+            "failure": failure,
             "steps": [*state["steps"], step.model_copy(update={"error": failure})],
             "notes": [*state["notes"], note],
         }
@@ -199,7 +202,12 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
             "image_ids": {role: run.encode(img).sha256 for role, img in result.images.items()},
         }
     )
-    return {"result": result, "steps": [*state["steps"], step], "last_result": result}
+    return {
+        "result": result,
+        "failure": None,
+        "steps": [*state["steps"], step],
+        "last_result": result,
+    }
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -219,7 +227,10 @@ async def judge_node(state: QuestionState, runtime: Runtime[AgentContext]) -> di
     else:
         request = state.get("request")
         assert request is not None
-        turn = build_round_message(run, question, request, result, round_number, can_request, names)
+        failure = state.get("failure")
+        turn = build_round_message(
+            run, question, request, result, round_number, can_request, names, failure
+        )
         messages = [*state["conversation"], turn]
     accepted: list[str] = []
 
@@ -236,7 +247,10 @@ async def judge_node(state: QuestionState, runtime: Runtime[AgentContext]) -> di
         if not can_request or exc.reply is None:
             raise
         # Only a request for a tool that is not offered is salvaged; anything else fails.
-        reply = parse_judge_reply(exc.reply, can_request, names, strict=False)
+        try:
+            reply = parse_judge_reply(exc.reply, can_request, names, strict=False)
+        except ParseError:
+            raise exc from None
         accepted.append(exc.reply)
     notes = list(state["notes"])
     if isinstance(reply, ToolRequest):

@@ -100,11 +100,14 @@ def build_round_message(
     round_number: int,
     can_request_tool: bool,
     tool_names: list[str],
+    no_tool_reason: str | None = None,
 ) -> Message:
     """The user turn of round ``round_number`` (2, 3, ...): what the requested tool observed,
-    its images (highlighted versions of the question's images), and the reply format again."""
+    its images (highlighted versions of the question's images), and the reply format again.
+
+    Without a result, ``no_tool_reason`` (or the request's note) says why no tool ran.
+    """
     prompt_dir = run.config.prompt_dir
-    ran = result is not None
     head = render(
         "judge_round.j2",
         prompt_dir=prompt_dir,
@@ -114,16 +117,15 @@ def build_round_message(
         query=request.query or "",
         highlighted=bool(result is not None and result.highlighted),
         observation=result.text if result is not None else "",
-        note=request.note or ("no tool was named" if not ran else ""),
+        note=no_tool_reason or request.note or "no tool was named",
     )
     parts: list[TextPart | ImagePart] = [TextPart(head)]
-    images = result.images if result is not None else {}
-    for index, role in enumerate(question.image_roles, start=1):
-        if role in images:
-            parts.append(
-                TextPart(f"Image {index} ({result.tool if result else ''}): {run.role_label(role)}")
-            )
-            parts.append(ImagePart(run.encode(images[role]), role))
+    if result is not None:
+        for index, role in enumerate(question.image_roles, start=1):
+            if role in result.images:
+                label = f"Image {index} ({result.tool}): {run.role_label(role)}"
+                parts.append(TextPart(label))
+                parts.append(ImagePart(run.encode(result.images[role]), role))
     parts.append(TextPart(_reply_format(run, can_request_tool, tool_names)))
     return Message("user", tuple(parts))
 
