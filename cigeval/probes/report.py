@@ -225,11 +225,6 @@ def load_report(path: str | Path) -> ProbeReport:
             f"{path} is a probe report of version {data.get('version')!r}; this cigeval reads "
             f"version {REPORT_VERSION}"
         )
-    for key in ("by_task", "by_kind"):  # computed fields are written but not read back
-        for tally in (data.get(key) or {}).values():
-            if isinstance(tally, dict):
-                tally.pop("total", None)
-                tally.pop("pass_rate", None)
     try:
         return ProbeReport.model_validate(data)
     except ValidationError as exc:
