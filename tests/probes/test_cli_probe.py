@@ -265,3 +265,24 @@ def test_compare_reads_only_probe_reports(
     other.write_text(json.dumps({"id": "1"}))
     assert main(["probe", "--compare", str(other), str(other)]) == 2
     assert "is not a cigeval probe report" in capsys.readouterr().err
+
+
+def test_a_judge_that_never_answers_usably_exits_1(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _run(
+        capsys,
+        lambda body: "I cannot help with that.",
+        workdir / "broken.json",
+        "--tasks",
+        "text_guided_ig",
+        "--kinds",
+        "blank_output,spread",
+        "--max-parse-retries",
+        "0",
+    )
+    assert run.status == 1
+    assert (run.report["errors"], run.report["total"], run.report["pass_rate"]) == (2, 2, 0.0)
+    assert "every probe ended in error" in run.stderr
+    assert "reference sample text_guided_ig/reference" in run.report["probes"][0]["error"]
+    assert "err" in run.stdout
