@@ -129,7 +129,12 @@ def seeing_scorer(question: str, images: list[Image.Image], condition: str) -> f
         "identity_preservation",
     ):
         return _minimal_change(images[0], output)
-    if question in ("subject_similarity", "concept_1_similarity", "concept_2_similarity"):
+    if question in (
+        "subject_similarity",
+        "concept_similarity",
+        "concept_1_similarity",
+        "concept_2_similarity",
+    ):
         return _subject_similarity(images[0], output)
     if question == "control_following":
         return _control_following(images[0], output)
