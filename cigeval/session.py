@@ -56,9 +56,10 @@ class JudgeSession:
         messages: Sequence[Message],
         question_id: str | None = None,
         attempt: int = 1,
+        round: int = 1,
     ) -> str:
         """Send ``messages`` once and return the reply text (recorded in the trace)."""
-        _, response = await self._send(purpose, messages, question_id, attempt)
+        _, response = await self._send(purpose, messages, question_id, attempt, round)
         return response.text
 
     async def _send(
@@ -67,6 +68,7 @@ class JudgeSession:
         messages: Sequence[Message],
         question_id: str | None,
         attempt: int,
+        round: int,
     ) -> tuple[ModelRequest, ModelResponse]:
         request = ModelRequest(tuple(messages), self.settings, self.prompts_sha256)
         response = await self.backend.complete(request)
@@ -83,7 +85,9 @@ class JudgeSession:
             )
         self.calls += 1
         self.usage = self.usage + response.usage
-        self.trace.add(ModelCallEvent.build(purpose, messages, response, attempt, question_id))
+        self.trace.add(
+            ModelCallEvent.build(purpose, messages, response, attempt, question_id, round)
+        )
         return request, response
 
     async def ask(
@@ -92,12 +96,17 @@ class JudgeSession:
         messages: Sequence[Message],
         parse: Callable[[str], T],
         question_id: str | None = None,
+        round: int = 1,
     ) -> T:
-        """Send, parse, re-ask on :class:`ParseError`; raise ParseError when attempts run out."""
+        """Send, parse, re-ask on :class:`ParseError`; raise ParseError when attempts run out.
+
+        The ParseError raised at the end carries the last reply (``reply``), so a caller can
+        still salvage what it holds.
+        """
         conversation = list(messages)
         last_error: ParseError | None = None
         for attempt in range(1, self.max_parse_retries + 2):
-            request, response = await self._send(purpose, conversation, question_id, attempt)
+            request, response = await self._send(purpose, conversation, question_id, attempt, round)
             reply = response.text
             try:
                 return await _parse(parse, reply)

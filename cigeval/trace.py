@@ -46,6 +46,7 @@ class ModelCallEvent(_Event):
     type: Literal["model_call"] = "model_call"
     purpose: str = Field(description="plan, judge, scene_graph, rubric, ...")
     attempt: int = Field(1, description="1 for the first ask, 2+ for re-asks after a parse error.")
+    round: int = Field(1, description="The sub-question's thought/action/observation round.")
     model: str = Field(description="The model name the server reported.")
     messages: list[MessageRecord]
     reply: str
@@ -68,11 +69,13 @@ class ModelCallEvent(_Event):
         response: ModelResponse,
         attempt: int = 1,
         question_id: str | None = None,
+        round: int = 1,
     ) -> ModelCallEvent:
         """Build the event from the request messages and the backend response."""
         return cls(
             purpose=purpose,
             attempt=attempt,
+            round=round,
             question_id=question_id,
             model=response.model,
             messages=[MessageRecord.from_message(m) for m in messages],
@@ -91,6 +94,7 @@ class ThoughtEvent(_Event):
 
     type: Literal["thought"] = "thought"
     text: str
+    round: int = Field(1, description="The round the thought leads into.")
 
 
 class ActionEvent(_Event):
@@ -99,6 +103,7 @@ class ActionEvent(_Event):
     type: Literal["action"] = "action"
     tool: str | None
     query: str | None = None
+    round: int = Field(1, description="The sub-question's thought/action/observation round.")
 
 
 class ObservationEvent(_Event):
@@ -107,6 +112,7 @@ class ObservationEvent(_Event):
     type: Literal["observation"] = "observation"
     tool: str
     text: str
+    round: int = Field(1, description="The sub-question's thought/action/observation round.")
     highlighted: bool = False
     boxes: dict[str, list[list[float]]] = Field(default_factory=dict)
     data: dict[str, Any] = Field(default_factory=dict)

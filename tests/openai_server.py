@@ -101,7 +101,8 @@ class FakeOpenAIServer:
     reported as prompt/completion token counts. Faulted requests are recorded too and do not
     consume a scripted reply. ``max_concurrent`` is the most requests seen in progress at once.
     ``finish_reason`` is reported with every reply (a function of the reply text, or a
-    string). ``served_models`` / ``models_status``: see the module docstring.
+    string). ``served_models`` / ``models_status``: see the module docstring. ``port`` 0 picks a
+    free port; another one serves a new model at the address of an earlier server.
     """
 
     replies: list[str] | ReplyFunction = field(default_factory=lambda: ["ok"])
@@ -109,6 +110,7 @@ class FakeOpenAIServer:
     model: str = "fake-model"
     usage: tuple[int, int] = (11, 7)
     finish_reason: str | Callable[[str], str] = "stop"
+    port: int = 0
     served_models: list[str] = field(default_factory=list)
     models_status: int = 200
     requests: list[RecordedRequest] = field(default_factory=list, init=False)
@@ -162,7 +164,7 @@ class FakeOpenAIServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True

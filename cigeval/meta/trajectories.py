@@ -9,6 +9,12 @@ files with ``image_template``.
 
 Like the paper, the data can be filtered to trajectories whose score is close to the human
 score (|pred - human| <= 0.3 on the [0, 1] scale) and to one side of a train/test split.
+
+A sub-question judged over several thought/action/observation rounds is one growing
+conversation (each round's request holds the earlier ones), so it exports as one multi-turn
+conversation: per call, its last call is the whole trajectory; per sample, the calls that
+continue one another are joined. Unless ``keep_retried``, a reply that was re-asked is left
+out and the reply that worked is exported as the answer to the request as first asked.
 """
 
 from __future__ import annotations
@@ -66,13 +72,28 @@ def _model_calls(trace: Trace, keep_retried: bool) -> list[ModelCallEvent]:
     calls = trace.model_calls()
     if keep_retried:
         return calls
-    # A call that was re-asked (a later attempt for the same purpose and sub-question) had an
-    # unusable reply; only the attempt that worked is a trajectory worth learning from.
-    last: dict[tuple[str, str | None], int] = {}
+    # A call that was re-asked (a later attempt for the same purpose, sub-question and round)
+    # had an unusable reply; only the attempt that worked is a trajectory worth learning from,
+    # as the answer to the request as first asked.
+    last: dict[tuple[str, str | None, int], int] = {}
     for call in calls:
-        key = (call.purpose, call.question_id)
+        key = (call.purpose, call.question_id, call.round)
         last[key] = max(last.get(key, 0), call.attempt)
-    return [c for c in calls if c.attempt == last[(c.purpose, c.question_id)]]
+    return [
+        _as_first_asked(c) for c in calls if c.attempt == last[(c.purpose, c.question_id, c.round)]
+    ]
+
+
+def _as_first_asked(call: ModelCallEvent) -> ModelCallEvent:
+    """``call`` without the (unusable reply, re-ask) pairs a re-ask appended to its request."""
+    extra = 2 * (call.attempt - 1)
+    messages = call.messages
+    if not extra or len(messages) <= extra:
+        return call
+    replies, reasks = messages[-extra::2], messages[-extra + 1 :: 2]
+    if any(m.role != "assistant" for m in replies) or any(m.role != "user" for m in reasks):
+        return call
+    return call.model_copy(update={"messages": messages[:-extra]})
 
 
 _Turn = tuple[dict[str, str], list[str], list[str]]
@@ -115,18 +136,22 @@ def _conversations(
             _conversation({**base, "purpose": call.purpose, "question_id": call.question_id}, turns)
             for call, turns in per_call
         ]
-    # One conversation per sample: a call whose messages continue the conversation so far adds
-    # only its new turns; an independent call is appended after it, without its system prompt
-    # when one is already there.
-    merged: list[_Turn] = []
+    # One conversation per sample: a call whose messages continue an earlier one (a later round
+    # of the same sub-question) extends it, even when other sub-questions' calls came in
+    # between; the conversations are then joined in order, a system prompt only once.
+    threads: list[list[_Turn]] = []
     for _, turns in per_call:
-        asked = turns[:-1]
-        if merged and [t[0] for t in asked[: len(merged)]] == [t[0] for t in merged]:
-            merged += turns[len(merged) :]
-        elif merged:
-            merged += [t for t in turns if t[0]["role"] != "system"]
+        asked = [t[0] for t in turns[:-1]]
+        continued = [t for t in threads if asked[: len(t)] == [turn[0] for turn in t]]
+        if continued:
+            thread = max(continued, key=len)
+            thread += turns[len(thread) :]
         else:
-            merged = list(turns)
+            threads.append(list(turns))
+    merged: list[_Turn] = []
+    for thread in threads:
+        has_system = any(t[0]["role"] == "system" for t in merged)
+        merged += [t for t in thread if not (has_system and t[0]["role"] == "system")]
     return [_conversation(base, merged)] if merged else []
 
 
