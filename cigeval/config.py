@@ -180,6 +180,12 @@ class RunConfig(BaseModel):
         description="do not read or write the response cache",
         json_schema_extra=_flag("--no-cache", negate=True),
     )
+    preflight: bool = Field(
+        True,
+        description="skip the checks made before the first sample (the judge server answers "
+        "and serves the model, local weights and the offered tools' weights load)",
+        json_schema_extra=_flag("--no-preflight", negate=True),
+    )
     image_dir: Path | None = Field(
         None,
         description="folder keeping every image shown to the judge that is not an input file "

@@ -51,3 +51,10 @@ class MissingDependency(CigevalError, ImportError):
             f"{purpose} needs the optional package {package!r}. "
             f"Install it with: pip install 'cigeval[{extra}]'"
         )
+
+
+class PreflightError(CigevalError):
+    """A check before the first sample failed (server down, model not served, weights missing).
+
+    The message names the fix. The command line ends the run with exit status 2.
+    """

@@ -16,6 +16,9 @@ from cigeval.errors import InputError
 
 #: Images above this many pixels are refused (decompression-bomb guard). 8192 x 8192.
 MAX_PIXELS = 8192 * 8192
+#: Image files above this many bytes are refused before they are read (512 MiB: more than an
+#: uncompressed 16-bit RGBA image of MAX_PIXELS needs).
+MAX_FILE_BYTES = 512 * 1024 * 1024
 
 
 def load_image(
@@ -25,11 +28,14 @@ def load_image(
     sample_id: str | None = None,
     base_dir: Path | None = None,
     max_pixels: int = MAX_PIXELS,
+    max_bytes: int = MAX_FILE_BYTES,
     mask: bool = False,
 ) -> Image.Image:
     """Open ``image`` as an 8-bit RGB PIL image, or raise :class:`InputError` naming the problem.
 
     Handles EXIF rotation, palette, alpha (composited on white), 16-bit and float modes.
+    A file is checked before it is read whole: its size (at most ``max_bytes``), then its
+    header (an image format Pillow reads, at most ``max_pixels`` pixels).
     ``mask=True`` reads an edit mask instead: see :func:`mask_to_rgb` for its alpha channel.
     """
     convert = mask_to_rgb if mask else to_rgb
@@ -42,20 +48,23 @@ def load_image(
         raise InputError(f"{role} image not found: {path}", sample_id)
     if path.is_dir():
         raise InputError(f"{role} image path is a directory: {path}", sample_id)
-    if path.stat().st_size == 0:
+    size = path.stat().st_size
+    if size == 0:
         raise InputError(f"{role} image is an empty (zero-byte) file: {path}", sample_id)
+    if size > max_bytes:
+        raise InputError(
+            f"{role} image file is too large ({size} bytes, limit {max_bytes} bytes): {path}",
+            sample_id,
+        )
     try:
-        data = path.read_bytes()
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
+            # The header first (Pillow reads only what it needs), then the whole file.
+            with Image.open(path) as header:
+                _check_header(header.size, role, sample_id, max_pixels, path)
+            data = path.read_bytes()
             with Image.open(io.BytesIO(data)) as opened:
-                width, height = opened.size
-                if width * height > max_pixels:
-                    raise InputError(
-                        f"{role} image is too large ({width}x{height} pixels, limit "
-                        f"{max_pixels} pixels): {path}",
-                        sample_id,
-                    )
+                _check_header(opened.size, role, sample_id, max_pixels, path)
                 opened.load()
                 file_format, original_mode = opened.format, opened.mode
                 rotated = opened.getexif().get(_EXIF_ORIENTATION, 1) != 1
@@ -83,6 +92,18 @@ def load_image(
 RAW_BYTES_KEY = "cigeval_raw_bytes"
 _PASSTHROUGH_MIME = {"PNG": "image/png", "JPEG": "image/jpeg"}
 _EXIF_ORIENTATION = 0x0112
+
+
+def _check_header(
+    size: tuple[int, int], role: str, sample_id: str | None, max_pixels: int, path: Path
+) -> None:
+    width, height = size
+    if width * height > max_pixels:
+        raise InputError(
+            f"{role} image is too large ({width}x{height} pixels, limit {max_pixels} pixels): "
+            f"{path}",
+            sample_id,
+        )
 
 
 def _check_size(image: Image.Image, role: str, sample_id: str | None, limit: int) -> Image.Image:

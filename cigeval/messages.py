@@ -93,14 +93,25 @@ class ModelRequest:
 
     messages: tuple[Message, ...]
     settings: GenerationSettings = field(default_factory=GenerationSettings)
+    #: sha256 of the prompt templates the messages were rendered from
+    #: (:func:`cigeval.prompts.templates_sha256`); part of the cache key when set.
+    prompts_sha256: str | None = None
 
 
 @dataclass(frozen=True)
 class ModelResponse:
-    """A backend's answer: the reply text plus bookkeeping."""
+    """A backend's answer: the reply text plus bookkeeping.
+
+    ``model`` is the model name the server reported (else the requested one).
+    ``finish_reason`` is why generation stopped, as the server says it (``stop``, ``length``
+    when the reply was cut at ``max_tokens``, ...), or None when unknown. ``endpoint`` is the
+    server that answered (without credentials), or None for in-process models.
+    """
 
     text: str
     model: str
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
     cached: bool = False
+    finish_reason: str | None = None
+    endpoint: str | None = None

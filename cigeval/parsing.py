@@ -18,6 +18,15 @@ _SMART_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 #: Runs of too deeply nested brackets skipped before a reply is declared to hold no JSON.
 _MAX_DEEP_RUNS = 4
+#: The first window (in characters) a JSON value is looked for in; doubled while too short.
+_FIRST_WINDOW = 64
+#: Failed attempts may read this many times the reply's length (plus _BUDGET_FLOOR) in all
+#: before the reply is declared to hold no JSON: what keeps a hostile reply linear.
+_BUDGET_FACTOR = 8
+_BUDGET_FLOOR = 100_000
+#: How close to a window's end a parse error may be caused by the cut (a number, a literal).
+_CUT_MARGIN = 32
+_OPENERS = re.compile(r"[{\[]")
 
 
 def _candidates(text: str) -> list[str]:
@@ -28,32 +37,90 @@ def _candidates(text: str) -> list[str]:
     return found
 
 
+class _NoValue(Exception):
+    """No JSON container starts at a position; ``cost`` is what finding that out read."""
+
+    def __init__(self, cost: int, deep: bool = False) -> None:
+        self.cost = cost
+        self.deep = deep
+
+
+def _decode_at(decoder: json.JSONDecoder, text: str, index: int) -> tuple[Any, int]:
+    """The JSON value starting at ``index`` and where it ends, reading as little as it can.
+
+    The value is decoded from windows of the text that double in length until the value
+    fits or a parse error is clearly not caused by the window's end. (Decoding the whole
+    text from ``index`` would cost a pass over everything before ``index`` for each error
+    message, which makes scanning a reply full of brackets quadratic.)
+    """
+    window, cost = _FIRST_WINDOW, 0
+    while True:
+        chunk = text[index : index + window]
+        complete = index + window >= len(text)
+        cost += len(chunk)
+        try:
+            value, end = decoder.raw_decode(chunk)
+        except RecursionError:
+            raise _NoValue(cost, deep=True) from None
+        except json.JSONDecodeError as exc:
+            cut = exc.msg.startswith("Unterminated string") or exc.pos >= len(chunk) - _CUT_MARGIN
+            if complete or not cut:
+                raise _NoValue(cost) from None
+            window *= 2
+            continue
+        except ValueError:  # an integer past Python's digit limit
+            raise _NoValue(cost) from None
+        return value, index + end
+
+
+def _first_wanted(value: Any, want: type | tuple[type, ...]) -> Any:
+    """The first container of type ``want`` in ``value`` (itself included), in text order."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, want):
+            return item
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, dict | list):
+            stack.extend(c for c in reversed(list(children)) if isinstance(c, dict | list))
+    raise LookupError
+
+
 def _scan_json(text: str, want: type | tuple[type, ...]) -> Any:
-    """The first JSON value (object or array) that appears anywhere in ``text``."""
+    """The first JSON value (object or array) that appears anywhere in ``text``.
+
+    Linear in the length of ``text``: a value found is searched, not decoded again from
+    each bracket inside it, and failed attempts stop once they have read a few times the
+    text's length (a reply that hostile holds no usable JSON).
+    """
     decoder = json.JSONDecoder()
-    index, too_deep = 0, 0
-    while index < len(text):
-        if text[index] not in "{[":
-            index += 1
+    budget = _BUDGET_FACTOR * len(text) + _BUDGET_FLOOR
+    too_deep = 0
+    opener = _OPENERS.search(text)
+    while opener is not None:
+        index = opener.start()
+        try:
+            value, end = _decode_at(decoder, text, index)
+        except _NoValue as failure:
+            budget -= failure.cost
+            if budget < 0:
+                break
+            if failure.deep:
+                # Nested deeper than the decoder can follow (a degenerate reply such as
+                # "[[[[..."). Skip the whole run of brackets, and give up after a few runs.
+                too_deep += 1
+                if too_deep >= _MAX_DEEP_RUNS:
+                    break
+                while index < len(text) and text[index] in "{[ \t\r\n":
+                    index += 1
+            else:
+                index += 1
+            opener = _OPENERS.search(text, index)
             continue
         try:
-            value, _ = decoder.raw_decode(text, index)
-        except RecursionError:
-            # Nested deeper than the decoder can follow (a degenerate reply such as "[[[[...").
-            # Starting again one bracket further in would cost as much each time (quadratic),
-            # so skip the whole run of brackets, and give up after a few such runs.
-            too_deep += 1
-            if too_deep >= _MAX_DEEP_RUNS:
-                break
-            while index < len(text) and text[index] in "{[ \t\r\n":
-                index += 1
-            continue
-        except ValueError:  # JSONDecodeError, or an integer past Python's digit limit
-            index += 1
-            continue
-        if want is None or isinstance(value, want):
-            return value
-        index += 1
+            return _first_wanted(value, want)
+        except LookupError:
+            opener = _OPENERS.search(text, end)
     raise ValueError("no JSON value found")
 
 

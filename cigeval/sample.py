@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from cigeval._unicode import safe_strings, safe_text
 from cigeval.errors import ConfigError, InputError
 from cigeval.images import load_image
 
@@ -87,7 +89,9 @@ class Sample(BaseModel):
     @field_validator("id", mode="before")
     @classmethod
     def _id_to_str(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) else value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return safe_text(value) if isinstance(value, str) else value
 
     @field_validator("task")
     @classmethod
@@ -176,30 +180,70 @@ class SampleLine(BaseModel):
         return f"line:{self.line_number}"
 
 
+#: A JSON escape of half a surrogate pair (``\\ud800``): the only way a valid UTF-8 line
+#: can hold text that is not valid UTF-8 once decoded.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_BOM = b"\xef\xbb\xbf"
+
+
+def _read_line(raw: bytes, number: int) -> Any:
+    """The JSON value on one samples line; InputError naming the line when there is none."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"line {number}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+            "save the samples file as UTF-8"
+        ) from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"line {number}: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(f"line {number}: invalid JSON (nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer longer than Python converts
+        raise InputError(f"line {number}: invalid JSON ({str(exc)[:120]})") from None
+    if _SURROGATE_ESCAPE.search(raw):
+        try:
+            value = safe_strings(value)
+        except RecursionError:
+            raise InputError(f"line {number}: invalid JSON (nested too deeply)") from None
+    return value
+
+
 def iter_samples_file(path: str | Path) -> Iterator[SampleLine]:
     """Read a samples JSONL lazily, one :class:`SampleLine` per non-blank line.
 
-    Bad lines become a SampleLine with ``error`` set instead of stopping the run.
+    Bad lines become a SampleLine with ``error`` set instead of stopping the run, whatever is
+    wrong with them: bytes that are not UTF-8, invalid JSON, numbers too long to convert,
+    nesting too deep, or a value that is not a valid sample. A UTF-8 byte order mark at the
+    start of the file is skipped. Lone surrogates escaped in the JSON (``\\ud800``) become
+    U+FFFD, so every id and text can be written back as UTF-8.
     """
     path = Path(path)
     base_dir = path.resolve().parent
-    with path.open("r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
+            if not raw.strip():
                 continue
             try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield SampleLine(line_number=number, error=f"line {number}: invalid JSON ({exc})")
-                continue
-            try:
-                sample = sample_from_dict(raw, base_dir=base_dir)
+                value = _read_line(raw, number)
             except InputError as exc:
-                yield SampleLine(
-                    line_number=number, raw=raw if isinstance(raw, dict) else None, error=str(exc)
-                )
+                yield SampleLine(line_number=number, error=str(exc))
                 continue
-            yield SampleLine(line_number=number, sample=sample, raw=raw)
+            raw_dict = value if isinstance(value, dict) else None
+            try:
+                sample = sample_from_dict(value, base_dir=base_dir)
+            except InputError as exc:
+                yield SampleLine(line_number=number, raw=raw_dict, error=str(exc))
+                continue
+            except (ValueError, TypeError, RecursionError) as exc:
+                message = f"line {number}: not a valid sample ({type(exc).__name__}: {exc})"
+                yield SampleLine(line_number=number, raw=raw_dict, error=message[:500])
+                continue
+            yield SampleLine(line_number=number, sample=sample, raw=raw_dict)
 
 
 def side_by_side_subjects(sample: Sample) -> bool:

@@ -139,6 +139,12 @@ class Score(BaseModel):
     passthrough: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, int] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
+    provenance: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What produced the numbers: cigeval_version, and per judge its endpoint "
+        "(no credentials), the model names the server reported, the sha256 of the prompt "
+        "templates and the finish reasons of its calls (see cigeval.evaluation.provenance).",
+    )
     trace: Trace = Field(default_factory=Trace)
     _images: dict[str, Image.Image] = PrivateAttr(default_factory=dict)
 
@@ -178,6 +184,8 @@ class Score(BaseModel):
         record["judge"] = self.judge
         record["usage"] = self.usage
         record["config"] = self.config
+        if self.provenance:
+            record["provenance"] = self.provenance
         if include_trace:
             record["trace"] = [e.model_dump(mode="json") for e in self.trace.events]
         return record
@@ -201,6 +209,7 @@ class Score(BaseModel):
             "image_files",
             "usage",
             "config",
+            "provenance",
             "trace",
         }
         passthrough = {k: v for k, v in record.items() if k not in known}
@@ -220,6 +229,7 @@ class Score(BaseModel):
             image_files=record.get("image_files") or {},
             usage=record.get("usage") or {},
             config=record.get("config") or {},
+            provenance=record.get("provenance") or {},
             trace=Trace.model_validate({"events": record.get("trace") or []}),
             passthrough=passthrough,
         )

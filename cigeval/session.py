@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from cigeval._unicode import safe_text
 from cigeval.backends.base import Backend
 from cigeval.errors import ParseError
-from cigeval.messages import GenerationSettings, Message, ModelRequest, Usage
-from cigeval.prompts import render
+from cigeval.messages import GenerationSettings, Message, ModelRequest, ModelResponse, Usage
+from cigeval.prompts import render, templates_sha256
 from cigeval.trace import ErrorEvent, ModelCallEvent, Trace
 
 T = TypeVar("T")
+
+#: Replies longer than this many characters are parsed in a worker thread, so a long hostile
+#: reply never holds up the event loop (and the other samples' calls).
+PARSE_IN_THREAD_CHARS = 20_000
 
 
 class JudgeSession:
@@ -19,7 +25,10 @@ class JudgeSession:
 
     :meth:`ask` sends messages, parses the reply with a caller-supplied function and, when the
     parser raises :class:`ParseError`, shows the model its reply and the error and asks again
-    (at most ``max_parse_retries`` times) — always the same model, never another one.
+    (at most ``max_parse_retries`` times) — always the same model, never another one. A reply
+    that could not be parsed is removed from the backend's answer cache (when it has one), so
+    a later run asks again instead of replaying it. A reply cut at the token limit is named as
+    such in the error.
     """
 
     def __init__(
@@ -29,12 +38,15 @@ class JudgeSession:
         trace: Trace,
         max_parse_retries: int = 2,
         prompt_dir: str | None = None,
+        prompts_sha256: str | None = None,
     ) -> None:
         self.prompt_dir = prompt_dir
         self.backend = backend
         self.settings = settings
         self.trace = trace
         self.max_parse_retries = max_parse_retries
+        #: The templates the prompts come from (part of each request's cache key).
+        self.prompts_sha256 = prompts_sha256 or templates_sha256(prompt_dir)
         self.usage = Usage()
         self.calls = 0
 
@@ -47,13 +59,36 @@ class JudgeSession:
         round: int = 1,
     ) -> str:
         """Send ``messages`` once and return the reply text (recorded in the trace)."""
-        response = await self.backend.complete(ModelRequest(tuple(messages), self.settings))
+        _, response = await self._send(purpose, messages, question_id, attempt, round)
+        return response.text
+
+    async def _send(
+        self,
+        purpose: str,
+        messages: Sequence[Message],
+        question_id: str | None,
+        attempt: int,
+        round: int,
+    ) -> tuple[ModelRequest, ModelResponse]:
+        request = ModelRequest(tuple(messages), self.settings, self.prompts_sha256)
+        response = await self.backend.complete(request)
+        text = safe_text(response.text)
+        if text is not response.text:
+            response = ModelResponse(
+                text,
+                response.model,
+                response.usage,
+                response.latency_s,
+                response.cached,
+                response.finish_reason,
+                response.endpoint,
+            )
         self.calls += 1
         self.usage = self.usage + response.usage
         self.trace.add(
             ModelCallEvent.build(purpose, messages, response, attempt, question_id, round)
         )
-        return response.text
+        return request, response
 
     async def ask(
         self,
@@ -71,17 +106,28 @@ class JudgeSession:
         conversation = list(messages)
         last_error: ParseError | None = None
         for attempt in range(1, self.max_parse_retries + 2):
-            reply = await self.call(purpose, conversation, question_id, attempt, round)
+            request, response = await self._send(purpose, conversation, question_id, attempt, round)
+            reply = response.text
             try:
-                return parse(reply)
+                return await _parse(parse, reply)
             except ParseError as exc:
-                last_error = exc if exc.reply is not None else ParseError(str(exc), reply)
-                self.trace.add(ErrorEvent(stage=purpose, message=str(exc), question_id=question_id))
+                forget = getattr(self.backend, "forget", None)
+                if forget is not None:
+                    forget(request)  # an unusable reply is never an answer to replay
+                message = str(exc)
+                if response.finish_reason == "length":
+                    message = (
+                        f"the reply was cut off at the token limit (max_tokens="
+                        f"{self.settings.max_tokens}, finish_reason=length; raise --max-tokens "
+                        f"or ask for a shorter reply): {message}"
+                    )
+                last_error = ParseError(message, exc.reply if exc.reply is not None else reply)
+                self.trace.add(ErrorEvent(stage=purpose, message=message, question_id=question_id))
                 conversation = [
                     *conversation,
                     Message.text("assistant", reply),
                     Message.text(
-                        "user", render("reask.j2", prompt_dir=self.prompt_dir, error=str(exc))
+                        "user", render("reask.j2", prompt_dir=self.prompt_dir, error=message)
                     ),
                 ]
         assert last_error is not None
@@ -90,3 +136,21 @@ class JudgeSession:
             f"{last_error}",
             reply=last_error.reply,
         )
+
+
+#: What a parser may raise on a reply it cannot read besides ParseError (a bug in a parser
+#: would show up the same way, but a malformed reply must never end a sample unasked).
+_READ_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError)
+
+
+async def _parse(parse: Callable[[str], T], reply: str) -> T:
+    """``parse(reply)``, in a worker thread for long replies; any failure is a ParseError."""
+    try:
+        if len(reply) > PARSE_IN_THREAD_CHARS:
+            return await asyncio.to_thread(parse, reply)
+        return parse(reply)
+    except ParseError:
+        raise
+    except _READ_ERRORS as exc:
+        message = f"the reply could not be read ({type(exc).__name__}: {exc})"
+        raise ParseError(message, reply) from exc

@@ -47,13 +47,19 @@ class ModelCallEvent(_Event):
     purpose: str = Field(description="plan, judge, scene_graph, rubric, ...")
     attempt: int = Field(1, description="1 for the first ask, 2+ for re-asks after a parse error.")
     round: int = Field(1, description="The sub-question's thought/action/observation round.")
-    model: str
+    model: str = Field(description="The model name the server reported.")
     messages: list[MessageRecord]
     reply: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
     cached: bool = False
+    finish_reason: str | None = Field(
+        None, description="Why generation stopped: stop, length (cut at max_tokens), ..."
+    )
+    endpoint: str | None = Field(
+        None, description="The server that answered, without credentials (None: in-process)."
+    )
 
     @classmethod
     def build(
@@ -78,6 +84,8 @@ class ModelCallEvent(_Event):
             completion_tokens=response.usage.completion_tokens,
             latency_s=response.latency_s,
             cached=response.cached,
+            finish_reason=response.finish_reason,
+            endpoint=response.endpoint,
         )
 
 

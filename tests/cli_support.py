@@ -14,7 +14,13 @@ def evaluate_cli(
     out: Path,
     *extra: str,
     model: str = "openai:judge-model",
+    preflight: bool = False,
 ) -> int:
-    """``cigeval evaluate SAMPLES --model MODEL --base-url SERVER --out OUT --quiet EXTRA...``."""
+    """``cigeval evaluate SAMPLES --model MODEL --base-url SERVER --out OUT --quiet EXTRA...``.
+
+    ``--no-preflight`` is added unless ``preflight``: the default tools include Grounding,
+    whose weights are not on this machine, and the preflight has tests of its own.
+    """
     argv = ["evaluate", str(samples), "--model", model, "--base-url", server.base_url]
-    return main([*argv, "--out", str(out), "--quiet", *extra])
+    checks = [] if preflight else ["--no-preflight"]
+    return main([*argv, "--out", str(out), "--quiet", *checks, *extra])

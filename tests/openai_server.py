@@ -11,8 +11,13 @@ headers) and can inject faults into chosen requests. Typical use::
     server.fail(0, "429", retry_after="0.1")   # the first request gets a 429
     server.fail(1, "drop")                     # the second: connection closed, no answer
 
+``GET /v1/models`` lists ``served_models`` (an empty list by default: a server that does not
+say which names it serves, which any name then passes); such requests are counted in
+``model_list_requests``, never in ``requests``, so preflight checks do not shift fault indices.
+``models_status`` makes that route answer an HTTP error instead (404: a server without it).
+
 Or as a pytest fixture: ``from tests.openai_server import openai_server`` in a conftest.
-Faults: ``"429"`` (with Retry-After / retry-after-ms), ``"500"``, ``"400"``, ``"401"``,
+Faults: ``"429"`` (with Retry-After / retry-after-ms), ``"500"``, ``"400"``, ``"401"``, ``"404"``,
 ``"garbage"`` (HTTP 200, a body that is not JSON), ``"no_choices"`` (HTTP 200, valid JSON
 without choices) and ``"drop"`` (the connection closes before any response).
 """
@@ -29,7 +34,7 @@ from typing import Any
 
 import pytest
 
-FAULTS = ("429", "500", "400", "401", "garbage", "no_choices", "drop")
+FAULTS = ("429", "500", "400", "401", "404", "garbage", "no_choices", "drop")
 
 #: A reply function gets the parsed request body and returns the reply text.
 ReplyFunction = Callable[[dict[str, Any]], str]
@@ -95,13 +100,21 @@ class FakeOpenAIServer:
     up) or a function of the request body. ``latency_s`` delays every answer. ``usage`` is
     reported as prompt/completion token counts. Faulted requests are recorded too and do not
     consume a scripted reply. ``max_concurrent`` is the most requests seen in progress at once.
+    ``finish_reason`` is reported with every reply (a function of the reply text, or a
+    string). ``served_models`` / ``models_status``: see the module docstring. ``port`` 0 picks a
+    free port; another one serves a new model at the address of an earlier server.
     """
 
     replies: list[str] | ReplyFunction = field(default_factory=lambda: ["ok"])
     latency_s: float = 0.0
     model: str = "fake-model"
     usage: tuple[int, int] = (11, 7)
+    finish_reason: str | Callable[[str], str] = "stop"
+    port: int = 0
+    served_models: list[str] = field(default_factory=list)
+    models_status: int = 200
     requests: list[RecordedRequest] = field(default_factory=list, init=False)
+    model_list_requests: int = field(default=0, init=False)
     max_concurrent: int = field(default=0, init=False)
     _active: int = field(default=0, init=False, repr=False)
     _faults: dict[int, _Fault] = field(default_factory=dict, init=False, repr=False)
@@ -145,10 +158,13 @@ class FakeOpenAIServer:
             def do_POST(self) -> None:
                 server._handle(self)
 
+            def do_GET(self) -> None:
+                server._list_models(self)
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -167,6 +183,19 @@ class FakeOpenAIServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _list_models(self, handler: BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.model_list_requests += 1
+        if not handler.path.rstrip("/").endswith("/models"):
+            self._send(handler, 404, {"error": {"message": f"no route {handler.path}"}})
+        elif self.models_status != 200:
+            self._send(handler, self.models_status, {"error": {"message": "not here"}})
+        else:
+            data = [
+                {"id": name, "object": "model", "owned_by": "test"} for name in self.served_models
+            ]
+            self._send(handler, 200, {"object": "list", "data": data})
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length", 0))
@@ -225,7 +254,11 @@ class FakeOpenAIServer:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "finish_reason": (
+                        self.finish_reason(text)
+                        if callable(self.finish_reason)
+                        else self.finish_reason
+                    ),
                 }
             ],
             "usage": {

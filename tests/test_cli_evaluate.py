@@ -175,6 +175,8 @@ def test_ensemble_through_the_cli(env: Path, capsys):
                 f"openai:b@{two.base_url}",
                 "--combine",
                 "median",
+                "--tools",
+                "Difference,Scene Graph",  # no Grounding weights here; both servers preflighted
                 "--out",
                 str(out),
                 "--quiet",

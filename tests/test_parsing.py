@@ -128,3 +128,45 @@ def test_loose_scores_do_not_take_a_prefix_of_a_longer_number():
     with pytest.raises(ParseError):
         parse_judgement("score: 1e999")
     assert parse_judgement("score: 7. The dog is there.")[0] == 7
+
+
+def test_scanning_finds_values_after_and_inside_others():
+    assert extract_json('[note] and [1, 2] then {"score": 3}', dict) == {"score": 3}
+    assert extract_json('[[1], {"inner": {"deep": 1}}, {"late": 2}]', dict) == {
+        "inner": {"deep": 1}
+    }
+    prose = "See [1], [2] and [a note]. " * 2000 + '{"score": 4}'
+    assert extract_json(prose, dict) == {"score": 4}
+    # A value longer than the first window, after an unterminated one.
+    long = '{"score": 5, "reasoning": "' + "x" * 50_000 + '"}'
+    assert extract_json('{"cut": [1, 2 ' + long, dict)["score"] == 5
+
+
+def _hostile_replies(n: int) -> dict[str, str]:
+    """Replies of about ``n`` characters that made the scan quadratic."""
+    return {
+        "brackets inside strings": '["[' * (n // 3),
+        "deep unterminated lists": "[" * 900 + "1," * (n // 2),
+        "deep lists, an object wanted": "[" * 900 + "1," * (n // 2) + "1" + "]" * 900,
+    }
+
+
+@pytest.mark.parametrize("name", list(_hostile_replies(10)))
+def test_hostile_replies_are_a_parse_error_read_a_few_times_at_most(name, monkeypatch):
+    import json
+
+    read: list[int] = []
+    original = json.JSONDecoder.raw_decode
+
+    def counting(self, s, idx=0):
+        read.append(len(s) - idx)
+        return original(self, s, idx)
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counting)
+    text = _hostile_replies(200_000)[name]
+    with pytest.raises(ParseError):
+        extract_json(text, dict)
+    # Each attempt used to decode from its bracket to the end of the reply, and build an
+    # error message from its start: quadratic. Now the decoder is handed a few times the
+    # reply's length in all. (Timings: benchmarks/parsing.py.)
+    assert sum(read) <= 12 * len(text)

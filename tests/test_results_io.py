@@ -62,7 +62,28 @@ def test_repair_tail_without_any_newline(tmp_path):
 def test_record_round_trip_keeps_passthrough(tmp_path):
     original = score("a")
     original.passthrough = {"model": "SD", "human": 0.5}
+    original.provenance = {"cigeval_version": "9.9", "judges": [{"endpoint": "http://x/v1"}]}
     record = original.to_record()
     again = Score.from_record(json.loads(json.dumps(record)))
     assert again.passthrough == {"model": "SD", "human": 0.5}
     assert again.value == 0.5 and again.id == "a"
+    assert again.provenance == original.provenance
+    # Records written before provenance existed still load.
+    del record["provenance"]
+    assert Score.from_record(record).provenance == {}
+
+
+def test_retry_errors_lists_the_ids_to_rerun_and_rejects_unreadable_lines(tmp_path):
+    path = tmp_path / "r.jsonl"
+    with ResultsWriter(path) as writer:
+        writer.write(score("a"))
+        writer.write(score("b", "error"))
+    with path.open("ab") as handle:
+        handle.write(b"not json at all\n")
+    with ResultsWriter(path, retry_errors=True) as writer:
+        assert writer.retrying == {"b"} and writer.finished == {"a"}
+        assert [str(line) for line in writer.skipped] == [
+            "line 3: not JSON (Expecting value: line 1 column 1 (char 0))"
+        ]
+    assert [r["id"] for r in read_records(path)] == ["a"]
+    assert (tmp_path / "r.jsonl.rejected").read_bytes() == b"not json at all\n"

@@ -178,7 +178,7 @@ def test_kill_9_at_random_moments_then_resume(env: Path) -> None:
         command = [
             sys.executable, "-m", "cigeval", "evaluate", str(path),
             "--model", "openai:judge-model", "--base-url", server.base_url,
-            "--out", str(out), "--quiet", "--concurrency", str(concurrency),
+            "--out", str(out), "--quiet", "--concurrency", str(concurrency), "--no-preflight",
         ]  # fmt: skip
         for _ in range(3):
             # kill once the run is under way: after a random number of new calls, plus a

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cigeval.backends.base import Backend
-from cigeval.backends.cache import CachedBackend, ResponseCache, cache_key
+from cigeval.backends.base import Backend, Preflight, backend_endpoint
+from cigeval.backends.cache import (
+    CachedBackend,
+    ResponseCache,
+    bypass_cached_answers,
+    cache_key,
+)
 from cigeval.backends.limits import InFlightLimit, RateLimiter
 from cigeval.backends.registry import backend_names, get_backend, register_backend
 from cigeval.backends.resolve import resolve_backend
@@ -28,11 +33,14 @@ __all__ = [
     "InFlightLimit",
     "LangChainBackend",
     "OpenAIBackend",
+    "Preflight",
     "RateLimiter",
     "ResponseCache",
     "ScriptExhausted",
     "ScriptedBackend",
+    "backend_endpoint",
     "backend_names",
+    "bypass_cached_answers",
     "cache_key",
     "get_backend",
     "register_backend",

@@ -4,32 +4,61 @@ Layout: ``<directory>/<namespace>/<k[:2]>/<k[2:4]>/<k>.json``. Every entry is wr
 temporary file in its final folder and moved into place with :func:`os.replace`, which is
 atomic on POSIX and Windows: a reader sees either no entry or a whole one, whether writers
 are threads, processes or killed half-way. An entry that does not parse is treated as a miss.
+A cache that cannot be read or written (a full disk, a folder without permission) is a miss
+too, with one warning: the run goes on without it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import dataclasses
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cigeval.backends.base import Backend
+from cigeval.backends.base import Backend, backend_endpoint
 from cigeval.messages import ModelRequest, ModelResponse, TextPart, Usage
 
+logger = logging.getLogger("cigeval.backends.cache")
+
 #: Bumped when the key recipe or the entry format changes, so old entries are not misread.
-CACHE_FORMAT = 1
+#: 2: the key covers the endpoint and the prompt templates; entries keep the finish reason.
+CACHE_FORMAT = 2
+
+_REFRESH: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "cigeval_cache_refresh", default=False
+)
 
 
-def cache_key(identity: str, request: ModelRequest) -> str:
+@contextlib.contextmanager
+def bypass_cached_answers() -> Iterator[None]:
+    """Within this block (and the tasks it starts), cached answers are not read: every request
+    goes to the model, and the new answers replace the cached ones. Used to rerun samples
+    that ended in error (``--retry-errors``)."""
+    token = _REFRESH.set(True)
+    try:
+        yield
+    finally:
+        _REFRESH.reset(token)
+
+
+def cache_key(identity: str, request: ModelRequest, endpoint: str | None = None) -> str:
     """The sha256 hex key of a request to a model.
 
-    It covers what can change the answer: the backend identity, the generation settings and
-    the messages, images included by their sha256 and label. Timeouts, retries, URLs and API
-    keys are left out on purpose: they never change what the model says.
+    It covers what can change the answer: the backend identity, the server set answering
+    (``endpoint``: two checkpoints served under one name are two models), the prompt
+    templates (``request.prompts_sha256``), the generation settings and the messages, images
+    included by their sha256 and label. Timeouts, retries and API keys are left out on
+    purpose: they never change what the model says. Replicas listed in one spec share an
+    endpoint, so they share entries.
     """
     messages = [
         {
@@ -46,11 +75,14 @@ def cache_key(identity: str, request: ModelRequest) -> str:
     payload = {
         "format": CACHE_FORMAT,
         "identity": identity,
+        "endpoint": endpoint,
+        "prompts": request.prompts_sha256,
         "settings": request.settings.as_dict(),
         "messages": messages,
     }
-    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # ASCII escapes: a lone surrogate in a message must not make the key unencodable.
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 class ResponseCache:
@@ -60,10 +92,13 @@ class ResponseCache:
     :meth:`set` hold any JSON-serialisable value under any string key in a separate namespace,
     so the same instance serves as a :class:`cigeval.tools.base.ToolCache`.
     Nothing secret is ever written: entries hold reply text, model name, token counts and keys.
+    Reading or writing never raises for a disk problem: a failed read is a miss, a failed
+    write is logged (once per cache) and forgotten.
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory).expanduser()
+        self._warned = False
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.directory)!r})"
@@ -80,6 +115,8 @@ class ResponseCache:
             return None
         try:
             usage = entry.get("usage") or {}
+            finish_reason = entry.get("finish_reason")
+            endpoint = entry.get("endpoint")
             return ModelResponse(
                 text=str(entry["text"]),
                 model=str(entry["model"]),
@@ -88,12 +125,14 @@ class ResponseCache:
                 ),
                 latency_s=0.0,
                 cached=True,
+                finish_reason=str(finish_reason) if finish_reason is not None else None,
+                endpoint=str(endpoint) if endpoint is not None else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
     def save(self, key: str, response: ModelResponse) -> None:
-        """Store an answer under ``key``."""
+        """Store an answer under ``key`` (a write that fails is logged, never raised)."""
         value = {
             "text": response.text,
             "model": response.model,
@@ -101,8 +140,17 @@ class ResponseCache:
                 "prompt_tokens": response.usage.prompt_tokens,
                 "completion_tokens": response.usage.completion_tokens,
             },
+            "finish_reason": response.finish_reason,
+            "endpoint": response.endpoint,
         }
         self._write("responses", key, value)
+
+    def delete(self, key: str) -> None:
+        """Forget the answer stored under ``key`` (nothing happens when there is none)."""
+        try:
+            self.path_for("responses", key).unlink(missing_ok=True)
+        except OSError as exc:
+            self._warn(f"could not delete a cache entry: {exc}")
 
     def get(self, key: str) -> Any | None:
         """The JSON value stored under ``key`` by :meth:`set`, or None."""
@@ -110,14 +158,15 @@ class ResponseCache:
         return None if entry is None else entry.get("value")
 
     def set(self, key: str, value: Any) -> None:
-        """Store a JSON-serialisable value under ``key`` (TypeError if it is not JSON)."""
+        """Store a JSON-serialisable value under ``key`` (TypeError if it is not JSON; a
+        write that fails on disk is logged, never raised)."""
         self._write("values", key, {"value": value})
 
     def _read(self, namespace: str, key: str) -> dict[str, Any] | None:
         try:
             raw = self.path_for(namespace, key).read_bytes()
             entry = json.loads(raw)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
         valid = (
             isinstance(entry, dict)
@@ -128,18 +177,31 @@ class ResponseCache:
 
     def _write(self, namespace: str, key: str, value: dict[str, Any]) -> None:
         entry = {"format": CACHE_FORMAT, "key": key, "written": time.time(), **value}
-        # Serialise before touching the disk so a bad value leaves nothing behind.
-        data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
-        path = self.path_for(namespace, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
+        # Serialise before touching the disk so a bad value leaves nothing behind. ASCII
+        # escapes keep any text (a lone surrogate included) exactly as it was.
+        data = json.dumps(entry).encode("ascii")
+        try:
+            path = self.path_for(namespace, key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
+        except OSError as exc:
+            self._warn(f"could not write to the cache: {exc}")
+            return
         try:
             with os.fdopen(handle, "wb") as file:
                 file.write(data)
             os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                Path(temp).unlink(missing_ok=True)
+            if not isinstance(exc, OSError):
+                raise
+            self._warn(f"could not write to the cache: {exc}")
+
+    def _warn(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning("%s (%s); going on without caching", message, self.directory)
 
 
 def _is_hex_digest(key: str) -> bool:
@@ -150,49 +212,77 @@ class CachedBackend:
     """A :class:`Backend` that answers from a :class:`ResponseCache` when it can.
 
     A hit returns the stored answer with ``cached=True`` and makes no call; a miss calls
-    ``inner`` and stores the answer. Errors are never cached. Sampling settings are part of
-    the key, so ask with a different seed to get a fresh sample at ``temperature > 0``.
+    ``inner`` and stores the answer. Errors are never cached, and :meth:`forget` removes an
+    answer found unusable. Sampling settings are part of the key, so ask with a different
+    seed to get a fresh sample at ``temperature > 0``. Within :func:`bypass_cached_answers`
+    every request goes to ``inner``.
     """
 
     def __init__(self, inner: Backend, cache: ResponseCache) -> None:
         self.inner = inner
         self.cache = cache
         # Identical requests in flight at the same time share one call (per event loop).
-        self._in_flight: dict[tuple[int, str], asyncio.Future[ModelResponse]] = {}
+        # A future's result is the answer, or None when the call was cancelled (waiters
+        # then ask themselves); its exception is the call's error.
+        self._in_flight: dict[tuple[int, str], asyncio.Future[ModelResponse | None]] = {}
 
     @property
     def identity(self) -> str:
         """The wrapped backend's identity (a cached answer is the same model's answer)."""
         return self.inner.identity
 
+    @property
+    def endpoint(self) -> str | None:
+        """The wrapped backend's server set (see :func:`backend_endpoint`)."""
+        return backend_endpoint(self.inner)
+
+    async def preflight(self) -> None:
+        """The wrapped backend's preflight check, when it has one."""
+        check = getattr(self.inner, "preflight", None)
+        if check is not None:
+            await check()
+
+    def key(self, request: ModelRequest) -> str:
+        """The cache key of ``request`` to this backend."""
+        return cache_key(self.inner.identity, request, backend_endpoint(self.inner))
+
+    def forget(self, request: ModelRequest) -> None:
+        """Remove the cached answer to ``request`` (it proved unusable)."""
+        self.cache.delete(self.key(request))
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer from the cache, or ask the wrapped backend and remember its answer."""
-        key = cache_key(self.inner.identity, request)
+        key = self.key(request)
         started = time.perf_counter()
-        hit = self.cache.lookup(key)
-        if hit is not None:
-            return ModelResponse(
-                hit.text, hit.model, hit.usage, time.perf_counter() - started, cached=True
-            )
-        slot = (id(asyncio.get_running_loop()), key)
-        pending = self._in_flight.get(slot)
-        if pending is not None:
+        if not _REFRESH.get():
+            hit = self.cache.lookup(key)
+            if hit is not None:
+                return dataclasses.replace(hit, latency_s=time.perf_counter() - started)
+        loop = asyncio.get_running_loop()
+        slot = (id(loop), key)
+        while (pending := self._in_flight.get(slot)) is not None:
             shared = await asyncio.shield(pending)
-            return ModelResponse(
-                shared.text, shared.model, shared.usage, time.perf_counter() - started, cached=True
-            )
-        future: asyncio.Future[ModelResponse] = asyncio.get_running_loop().create_future()
+            if shared is not None:
+                elapsed = time.perf_counter() - started
+                return dataclasses.replace(shared, latency_s=elapsed, cached=True)
+            # The call we waited for was cancelled: make our own (or join a newer one).
+        future: asyncio.Future[ModelResponse | None] = loop.create_future()
         self._in_flight[slot] = future
         try:
             response = await self.inner.complete(request)
+        except asyncio.CancelledError:
+            future.set_result(None)
+            raise
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved: waiters re-raise it, nobody else must
             raise
+        else:
+            future.set_result(response)
         finally:
-            self._in_flight.pop(slot, None)
+            if self._in_flight.get(slot) is future:
+                del self._in_flight[slot]
         self.cache.save(key, response)
-        future.set_result(response)
         return response
 
     def __repr__(self) -> str:

@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cigeval.errors import BackendError, ConfigError, MissingDependency
+from cigeval.errors import (
+    BackendError,
+    CigevalError,
+    ConfigError,
+    MissingDependency,
+    PreflightError,
+)
 from cigeval.messages import ImagePart, ModelRequest, ModelResponse, Usage
 
 _IMAGE_PAD = "<|image_pad|>"
@@ -29,7 +35,8 @@ class HFBackend:
     a torch dtype or its name; default bfloat16 on a GPU that supports it, else float32.
     The model loads on the first request (or :meth:`load`). Requests run one at a time in a
     worker thread. ``temperature == 0`` decodes greedily; otherwise it samples with the
-    request's seed, so a seeded request gives the same answer again.
+    request's seed, so a seeded request gives the same answer again. A model that fails to
+    load fails every later request at once with the same error (it is not loaded again).
     """
 
     def __init__(
@@ -55,6 +62,7 @@ class HFBackend:
         self._tokenizer: Any = None
         self._processor: Any = None
         self._image_processor: Any = None
+        self._load_error: CigevalError | None = None
 
     @property
     def identity(self) -> str:
@@ -70,15 +78,37 @@ class HFBackend:
         with self._lock:
             self._load_locked()
 
+    async def preflight(self) -> None:
+        """Load the model now; a failure is a :class:`PreflightError` naming the fix."""
+        try:
+            await asyncio.to_thread(self.load)
+        except (ConfigError, MissingDependency) as exc:
+            raise PreflightError(f"the judge {self.identity} cannot be loaded: {exc}") from exc
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Generate a reply in a worker thread."""
         started = time.perf_counter()
-        text, usage = await asyncio.to_thread(self._generate, request)
-        return ModelResponse(text, self.identity, usage, time.perf_counter() - started)
+        text, usage, finish_reason = await asyncio.to_thread(self._generate, request)
+        return ModelResponse(
+            text,
+            self.identity,
+            usage,
+            time.perf_counter() - started,
+            finish_reason=finish_reason,
+        )
 
     def _load_locked(self) -> None:
         if self._model is not None:
             return
+        if self._load_error is not None:
+            raise self._load_error.with_traceback(None)
+        try:
+            self._load_uncached()
+        except (ConfigError, MissingDependency) as exc:
+            self._load_error = exc
+            raise
+
+    def _load_uncached(self) -> None:
         try:
             import torch
             import transformers
@@ -124,7 +154,7 @@ class HFBackend:
                 ) from exc
         self._model = model.to(self.device).eval()
 
-    def _generate(self, request: ModelRequest) -> tuple[str, Usage]:
+    def _generate(self, request: ModelRequest) -> tuple[str, Usage, str]:
         with self._lock:
             self._load_locked()
             import torch
@@ -154,10 +184,21 @@ class HFBackend:
                 raise BackendError(f"{self.identity} failed to generate: {exc}") from exc
             prompt_length = inputs["input_ids"].shape[1]
             new_tokens = output[0, prompt_length:]
+            finish_reason = self._finish_reason(new_tokens, settings.max_tokens, pad)
             if pad is not None:
                 new_tokens = new_tokens[new_tokens != pad]
             text = tokenizer.decode(new_tokens, skip_special_tokens=True)
-            return text, Usage(int(prompt_length), int(new_tokens.shape[0]))
+            return text, Usage(int(prompt_length), int(new_tokens.shape[0])), finish_reason
+
+    def _finish_reason(self, new_tokens: Any, max_tokens: int, pad: int | None) -> str:
+        """``length`` when generation ran into ``max_tokens`` without ending, else ``stop``."""
+        if new_tokens.shape[0] < max_tokens:
+            return "stop"
+        eos = getattr(getattr(self._model, "generation_config", None), "eos_token_id", None)
+        ends = {eos} if isinstance(eos, int) else set(eos or [])
+        if pad is not None:
+            ends.add(pad)
+        return "stop" if int(new_tokens[-1]) in ends else "length"
 
     def _inputs(self, conversation: list[dict[str, Any]], images: list[Any]) -> dict[str, Any]:
         if self._processor is not None:

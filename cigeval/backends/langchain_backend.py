@@ -62,12 +62,24 @@ class LangChainBackend:
             usage = Usage(
                 int(metadata.get("input_tokens", 0)), int(metadata.get("output_tokens", 0))
             )
+        metadata = getattr(reply, "response_metadata", None)
+        metadata = metadata if isinstance(metadata, dict) else {}
+        reported = metadata.get("model_name") or metadata.get("model")
         return ModelResponse(
             _content_text(getattr(reply, "content", reply)),
-            self.model_name,
+            reported if isinstance(reported, str) and reported else self.model_name,
             usage,
             time.perf_counter() - started,
+            finish_reason=_finish_reason(metadata),
         )
+
+
+def _finish_reason(metadata: dict[str, Any]) -> str | None:
+    """The provider's stop reason in OpenAI's words (Anthropic's ``max_tokens`` is ``length``)."""
+    reason = metadata.get("finish_reason") or metadata.get("stop_reason")
+    if not isinstance(reason, str):
+        return None
+    return "length" if reason.lower() in ("max_tokens", "length") else reason
 
 
 def to_langchain_message(message: Message) -> Any:

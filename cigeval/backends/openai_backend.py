@@ -21,19 +21,24 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
 import openai
 from openai.types.chat import ChatCompletion
 
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
 from cigeval.backends.registry import ACCEPTED_FORMS
 from cigeval.config import RunConfig
-from cigeval.errors import BackendError, ConfigError
+from cigeval.errors import BackendError, ConfigError, PreflightError
 from cigeval.messages import ImagePart, Message, ModelRequest, ModelResponse, TextPart, Usage
 
 logger = logging.getLogger("cigeval.backends.openai")
 
 #: Key sent to servers that need none (vLLM, Ollama, ...); the client insists on some key.
 PLACEHOLDER_KEY = "EMPTY"
+#: Where the official API lives (the endpoint recorded when no URL is given).
+OPENAI_URL = "https://api.openai.com/v1"
+#: The longest a preflight request may take, in seconds.
+PREFLIGHT_TIMEOUT_S = 10.0
 #: The longest server-requested wait honoured before retrying, in seconds.
 MAX_RETRY_AFTER_S = 120.0
 #: Calls in flight per HTTP client. httpx's connection pool checks every connection it holds
@@ -130,8 +135,15 @@ class OpenAIBackend:
         """``openai:<model>`` (the URL and key are not part of it)."""
         return f"openai:{self.model}"
 
+    @property
+    def endpoint(self) -> str:
+        """The server set, without credentials: the URLs of the replicas, sorted and joined by
+        commas. Part of every cache key and every record, so a second server serving the same
+        model name is asked, never answered from the first one's cache."""
+        return ",".join(sorted({_endpoint_url(u) for u in self.base_urls}))
+
     def __repr__(self) -> str:
-        urls = [_public_url(u) if u else "https://api.openai.com/v1" for u in self.base_urls]
+        urls = [_public_url(u) if u else OPENAI_URL for u in self.base_urls]
         return f"OpenAIBackend(model={self.model!r}, base_urls={urls!r})"
 
     def _client(self, index: int) -> openai.AsyncOpenAI:
@@ -212,7 +224,7 @@ class OpenAIBackend:
                         cast_to=ChatCompletion,
                         options={"timeout": self.timeout_s, "security": {"bearer_auth": True}},
                     )
-                text, model, usage = _read_completion(completion, self.model)
+                text, model, usage, finish_reason = _read_completion(completion, self.model)
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 last_error = f"HTTP {status}: {self._redact(_status_detail(exc))}"
@@ -229,7 +241,14 @@ class OpenAIBackend:
             else:
                 if self.rate_limiter is not None:
                     self.rate_limiter.settle(estimate, usage.total_tokens)
-                return ModelResponse(text, model, usage, time.perf_counter() - started)
+                return ModelResponse(
+                    text,
+                    model,
+                    usage,
+                    time.perf_counter() - started,
+                    finish_reason=finish_reason,
+                    endpoint=_endpoint_url(url),
+                )
             # Raised here, outside the except clauses, so that the client's exception (whose
             # request still holds the Authorization header) is not chained as __context__.
             if fatal_status:
@@ -246,6 +265,75 @@ class OpenAIBackend:
             )
             await asyncio.sleep(delay)
 
+    async def preflight(self) -> None:
+        """Check every server of the spec answers and serves the model, within seconds.
+
+        Asks ``GET /models`` (OpenAI, vLLM, SGLang, Ollama and LM Studio serve it); when the
+        server lists models, the model name must be one of them. A server without that route
+        gets a one-token chat request instead. Raises :class:`PreflightError` naming the fix.
+        """
+        timeout = min(self.timeout_s, PREFLIGHT_TIMEOUT_S)
+        headers = {"Authorization": f"Bearer {self._key.value}"}
+        async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
+            for url in self.base_urls:
+                await self._preflight_one(client, url or OPENAI_URL)
+
+    async def _preflight_one(self, client: httpx.AsyncClient, url: str) -> None:
+        where = _public_url(url)
+        try:
+            listed = await client.get(url.rstrip("/") + "/models")
+            if listed.status_code == 200:
+                names = _served_models(listed)
+                if names is not None:
+                    if names and self.model not in names:
+                        raise PreflightError(
+                            f"the server at {where} does not serve the model {self.model!r}; "
+                            f"it serves: {', '.join(sorted(names)[:20])}. Name one of them "
+                            "after 'openai:' in --model"
+                        )
+                    return
+            elif listed.status_code in (401, 403):
+                raise PreflightError(self._refused(where, listed))
+            body = {
+                "model": self.model,
+                "messages": [{"role": "user", "content": "Reply with OK."}],
+                self.max_tokens_param: 1,
+            }
+            chat = await client.post(url.rstrip("/") + "/chat/completions", json=body)
+        except httpx.TimeoutException:
+            raise PreflightError(
+                f"the judge server at {where} did not answer within {client.timeout.read:g} s. "
+                f"{_SERVER_FIX}"
+            ) from None
+        except httpx.HTTPError as exc:
+            detail = self._redact(f"{type(exc).__name__}: {exc}")[:200]
+            raise PreflightError(
+                f"the judge server at {where} cannot be reached ({detail}). {_SERVER_FIX}"
+            ) from None
+        status = chat.status_code
+        if status in (401, 403):
+            raise PreflightError(self._refused(where, chat))
+        if status == 404:
+            raise PreflightError(
+                f"the server at {where} answered HTTP 404 to a chat request for the model "
+                f"{self.model!r} ({self._redact(_response_detail(chat))}): check the model "
+                "name and the base URL, which usually ends in /v1"
+            )
+        if status >= 500:
+            raise PreflightError(
+                f"the judge server at {where} answered HTTP {status} to a one-token chat "
+                f"request ({self._redact(_response_detail(chat))}); wait until it is ready, "
+                "or pass --no-preflight to start anyway"
+            )
+        # 200, or a 4xx that proves the server is there (429, a refused one-token request).
+
+    def _refused(self, where: str, response: httpx.Response) -> str:
+        return (
+            f"the server at {where} refused the API key (HTTP {response.status_code}: "
+            f"{self._redact(_response_detail(response))}); set OPENAI_API_KEY to a key it "
+            "accepts"
+        )
+
     def _delay(self, attempts: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, MAX_RETRY_AFTER_S) * random.uniform(1.0, 1.1)
@@ -253,7 +341,7 @@ class OpenAIBackend:
         return ceiling * random.uniform(0.5, 1.0)
 
     def _failure(self, url: str | None, attempts: int, error: str, status: int = 0) -> str:
-        where = _public_url(url) if url else "https://api.openai.com/v1"
+        where = _public_url(url) if url else OPENAI_URL
         hint = {
             401: " (check OPENAI_API_KEY or the api_key given)",
             403: " (the key is not allowed to use this model)",
@@ -285,19 +373,50 @@ def to_openai_message(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": content}
 
 
-def _read_completion(completion: object, default_model: str) -> tuple[str, str, Usage]:
+_SERVER_FIX = (
+    "Start the server, or point at the right one with --base-url URL or "
+    "'openai:<model>@URL' (--no-preflight skips this check)"
+)
+
+
+def _served_models(response: httpx.Response) -> set[str] | None:
+    """The model ids of a ``/models`` listing, or None when the body is not one."""
+    try:
+        data = response.json().get("data")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(data, list):
+        return None
+    return {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
+
+
+def _response_detail(response: httpx.Response) -> str:
+    """The error message of an HTTP error response, short."""
+    try:
+        body = response.json()
+        error = body.get("error", body) if isinstance(body, dict) else body
+        message = error.get("message") if isinstance(error, dict) else error
+        return str(message)[:200]
+    except ValueError:
+        return response.text[:200]
+
+
+def _read_completion(completion: object, default_model: str) -> tuple[str, str, Usage, str | None]:
     if not isinstance(completion, ChatCompletion):
         raise _MalformedReply(f"expected a chat completion, got {type(completion).__name__}")
     if not completion.choices:
         raise _MalformedReply("the reply has no choices")
-    message = completion.choices[0].message
+    choice = completion.choices[0]
+    message = choice.message
     text = message.content if message.content is not None else message.refusal
     if text is None:
         raise _MalformedReply("the reply has neither content nor a refusal")
     usage = Usage()
     if completion.usage is not None:
         usage = Usage(completion.usage.prompt_tokens or 0, completion.usage.completion_tokens or 0)
-    return text, completion.model or default_model, usage
+    finish_reason = choice.finish_reason
+    reason = str(finish_reason) if finish_reason is not None else None
+    return text, completion.model or default_model, usage, reason
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -333,6 +452,14 @@ def _status_detail(exc: openai.APIStatusError) -> str:
 def _cause_text(exc: BaseException) -> str:
     cause = exc.__cause__ or exc.__context__
     return f"{exc}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
+
+
+def _endpoint_url(url: str | None) -> str:
+    """``url`` as recorded: no credentials, query or fragment, no trailing slash."""
+    if not url:
+        return OPENAI_URL
+    parts = urlsplit(_public_url(url))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
 
 def _public_url(url: str) -> str:

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cigeval.cli._common import EXIT_OK, EXIT_SAMPLE_ERRORS, UsageError
+from cigeval.cli._common import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SAMPLE_ERRORS,
+    EXIT_TERMINATED,
+    UsageError,
+)
 from cigeval.cli._flags import add_config_flags, add_tasks_file_flag, build_config, load_tasks_files
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
-from cigeval.errors import CigevalError
+from cigeval.errors import CigevalError, PreflightError
+from cigeval.results.lock import ResultsLock, ResultsLocked
 from cigeval.sample import SampleLine, iter_samples_file
+
+if TYPE_CHECKING:
+    from cigeval.evaluation import Evaluator
+    from cigeval.results import ResultsWriter
 
 
 def add_evaluate_subparser(subparsers: Any) -> None:
@@ -23,8 +35,12 @@ def add_evaluate_subparser(subparsers: Any) -> None:
         "evaluate",
         help="judge every sample of a JSONL file",
         description="Judge every sample of SAMPLES.jsonl and append one record per sample to "
-        "--out. Rerunning with the same --out resumes: finished ids are skipped. Exit status: "
-        "0 all ok, 1 some samples ended in error (their records are written), 2 usage error.",
+        "--out. Rerunning with the same --out resumes: finished ids are skipped. One run at a "
+        "time per --out (a second one exits with status 2). Before the first sample, the "
+        "judge and the offered tools are checked (--no-preflight skips this). Exit status: "
+        "0 all ok, 1 some samples ended in error (their records are written), 2 usage error, "
+        "failed preflight or --out in use, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); "
+        "after 130 or 143, rerun the same command to finish.",
     )
     p.add_argument("samples", type=Path, help="samples JSONL (image paths relative to it)")
     p.add_argument(
@@ -43,7 +59,8 @@ def add_evaluate_subparser(subparsers: Any) -> None:
     r.add_argument(
         "--retry-errors",
         action="store_true",
-        help="rerun samples recorded as error (their old records are dropped)",
+        help="rerun samples recorded as error, asking the judge again rather than reading "
+        "cached answers (their old records are dropped)",
     )
     r.add_argument(
         "--overwrite", action="store_true", help="start --out afresh instead of resuming"
@@ -96,19 +113,12 @@ def _pending(
 
 def run_evaluate(args: argparse.Namespace) -> int:
     """The ``evaluate`` command."""
-    from tqdm import tqdm
-
     from cigeval.evaluation import Evaluator
-    from cigeval.results import ResultsWriter, RunSummary, load_price_table
 
     if not args.samples.is_file():
         raise UsageError(f"samples file not found: {args.samples}")
     load_tasks_files(args)
     config, run_config, ensemble = build_configs(args)
-    try:
-        prices = load_price_table(args.price_table) if args.price_table else None
-    except CigevalError as exc:
-        raise UsageError(str(exc)) from None
     try:
         evaluator = Evaluator(
             args.model,
@@ -119,42 +129,111 @@ def run_evaluate(args: argparse.Namespace) -> int:
         )
     except CigevalError as exc:
         raise UsageError(str(exc)) from None
-    summary = RunSummary(prices=prices)
+    lock = ResultsLock(args.out)
+    try:
+        lock.acquire()
+    except ResultsLocked as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write results to {args.out}: {exc}") from None
+    with lock:
+        if run_config.preflight:
+            _preflight(evaluator, args.quiet)
+        return _run(args, evaluator, run_config)
+
+
+def _preflight(evaluator: Evaluator, quiet: bool) -> None:
+    """Check the judges and tools before the first sample; UsageError (exit 2) on failure."""
+    started = time.perf_counter()
+    try:
+        checks = evaluator.preflight()
+    except PreflightError as exc:
+        raise UsageError(f"preflight failed: {exc}") from None
+    if checks and not quiet:
+        elapsed = time.perf_counter() - started
+        print(f"preflight ({elapsed:.1f} s): {'; '.join(checks)}", file=sys.stderr)
+
+
+def _count_lines(path: Path) -> int:
+    """Non-blank lines of a file, read as bytes (a bad byte must not stop the count)."""
+    with path.open("rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def _open_writer(args: argparse.Namespace) -> ResultsWriter:
+    from cigeval.results import ResultsWriter
+
     try:
         writer = ResultsWriter(
             args.out,
             resume=not args.overwrite,
             retry_errors=args.retry_errors,
             include_trace=not args.no_trace,
+            lock=False,  # run_evaluate holds the lock already
         )
     except OSError as exc:
         raise UsageError(f"cannot write results to {args.out}: {exc}") from None
+    if writer.skipped:
+        listed = "; ".join(str(line) for line in writer.skipped[:5])
+        more = f"; and {len(writer.skipped) - 5} more" if len(writer.skipped) > 5 else ""
+        print(
+            f"warning: {len(writer.skipped)} unreadable line(s) of {args.out} moved to "
+            f"{writer.rejected_path} ({listed}{more}); their samples run again",
+            file=sys.stderr,
+        )
+    return writer
+
+
+def _run(args: argparse.Namespace, evaluator: Evaluator, run_config: RunConfig) -> int:
+    """Evaluate what is still to do, append the records, print the summary."""
+    from tqdm import tqdm
+
+    from cigeval.results import RunSummary, load_price_table
+
+    try:
+        prices = load_price_table(args.price_table) if args.price_table else None
+    except CigevalError as exc:
+        raise UsageError(str(exc)) from None
+    summary = RunSummary(prices=prices)
+    writer = _open_writer(args)
+    stopped_by: list[str] = []
+    started = time.perf_counter()
     with writer:
         summary.previous_errors = sum(
             1 for status in writer.previous_statuses.values() if status == "error"
         )
         counts = {"skipped": 0, "duplicates": 0}
-        with args.samples.open(encoding="utf-8") as handle:
-            total = sum(1 for line in handle if line.strip())
-        todo = max(0, total - len(writer.finished))
+        todo = max(0, _count_lines(args.samples) - len(writer.finished))
         if args.limit is not None:
             todo = min(todo, args.limit)
         pending = _pending(iter_samples_file(args.samples), writer.finished, args.limit, counts)
-        started = time.perf_counter()
         progress = tqdm(total=todo, disable=args.quiet, unit="sample", file=sys.stderr)
 
         async def consume() -> None:
+            loop = asyncio.get_running_loop()
+            main = asyncio.current_task()
+            handled = _on_sigterm(loop, main, stopped_by)
             try:
-                async for score in evaluator.stream(pending, run_config.concurrency):
+                stream = evaluator.stream(
+                    pending, run_config.concurrency, refresh_ids=writer.retrying
+                )
+                async for score in stream:
                     writer.write(score)
                     summary.add(score)
                     progress.update(1)
                     progress.set_postfix(errors=summary.statuses["error"], refresh=False)
             finally:
+                if handled:
+                    loop.remove_signal_handler(signal.SIGTERM)
                 await evaluator.aclose()
 
         try:
             asyncio.run(consume())
+        except asyncio.CancelledError:
+            if not stopped_by:
+                raise
+        except KeyboardInterrupt:
+            stopped_by.append("SIGINT")
         finally:
             progress.close()
         summary.skipped = counts["skipped"]
@@ -162,4 +241,32 @@ def run_evaluate(args: argparse.Namespace) -> int:
     print(summary.render(wall), file=sys.stderr)
     if counts["duplicates"]:
         print(f"{counts['duplicates']} repeated sample id(s) were not evaluated", file=sys.stderr)
+    if stopped_by:
+        how = "terminated (SIGTERM)" if stopped_by[0] == "SIGTERM" else "interrupted"
+        print(
+            f"cigeval: {how}; the records above are kept and the samples in flight were left "
+            "for the next run: rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return EXIT_TERMINATED if stopped_by[0] == "SIGTERM" else EXIT_INTERRUPTED
     return EXIT_OK if summary.all_ok else EXIT_SAMPLE_ERRORS
+
+
+def _on_sigterm(
+    loop: asyncio.AbstractEventLoop, main: asyncio.Task[Any] | None, stopped_by: list[str]
+) -> bool:
+    """Make SIGTERM stop the run as Ctrl-C does (cancel the main task); False where the
+    platform cannot (Windows, or not the main thread)."""
+    if main is None:
+        return False
+
+    def stop() -> None:
+        if not stopped_by:
+            stopped_by.append("SIGTERM")
+            main.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, stop)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return False
+    return True

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cigeval.cli._common import EXIT_OK, EXIT_USAGE, UsageError
+from cigeval.cli._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from cigeval.cli._flags import add_tasks_file_flag, load_tasks_files
 from cigeval.cli.evaluate import add_evaluate_subparser, run_evaluate
 from cigeval.cli.meta import add_meta_subparser, run_meta
@@ -75,4 +75,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("cigeval: interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED

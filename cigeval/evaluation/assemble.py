@@ -1,13 +1,16 @@
 """The one place a Score is assembled: a rubric's Verdict plus the sample's identity, the
-trace, the usage and the settings that produced it."""
+trace, the usage, the settings and the provenance that produced it."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 from PIL import Image
 
+from cigeval._version import __version__
+from cigeval.backends.base import Backend, backend_endpoint
 from cigeval.score import Score, Verdict
 from cigeval.session import JudgeSession
 from cigeval.trace import Trace
@@ -25,6 +28,29 @@ def usage_of(sessions: Iterable[JudgeSession], trace: Trace, wall_ms: int) -> di
     }
 
 
+def judge_provenance(
+    label: str, backend: Backend, prompts_sha256: str | None, trace: Trace | None = None
+) -> dict[str, Any]:
+    """Where one judge's answers came from: its label, its endpoint (no credentials; None for
+    in-process models), the model names the server reported in ``trace``, the sha256 of the
+    prompt templates, and how many calls ended for each finish reason (``length`` = cut at
+    max_tokens; ``unknown`` when the backend does not say)."""
+    calls = trace.model_calls() if trace is not None else []
+    return {
+        "judge": label,
+        "endpoint": backend_endpoint(backend),
+        "served_models": sorted({c.model for c in calls}),
+        "prompts_sha256": prompts_sha256,
+        "finish_reasons": dict(Counter(c.finish_reason or "unknown" for c in calls)),
+    }
+
+
+def provenance_of(judges: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """A record's ``provenance``: cigeval's version and one :func:`judge_provenance` per
+    judge."""
+    return {"cigeval_version": __version__, "judges": list(judges)}
+
+
 def assemble_score(
     *,
     sample_id: str,
@@ -39,6 +65,7 @@ def assemble_score(
     images: dict[str, Image.Image] | None = None,
     input_images: dict[str, str] | None = None,
     image_files: dict[str, str] | None = None,
+    provenance: dict[str, Any] | None = None,
 ) -> Score:
     """The Score of one sample. ``status`` is ``ok`` exactly when the verdict has a value."""
     error = verdict.error
@@ -61,6 +88,7 @@ def assemble_score(
         passthrough=dict(passthrough),
         usage=usage or {},
         config=config,
+        provenance=provenance or {},
         trace=trace,
     )
     if images:

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Collection, Iterable
 from typing import Any, TypeVar
 
 from cigeval.backends import Backend, ResponseCache, resolve_backend
+from cigeval.backends.base import backend_endpoint
+from cigeval.backends.cache import bypass_cached_answers
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
-from cigeval.errors import ConfigError, InputError
+from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
 from cigeval.evaluation._sync import run_sync
-from cigeval.evaluation.assemble import assemble_score, usage_of
+from cigeval.evaluation.assemble import (
+    assemble_score,
+    judge_provenance,
+    provenance_of,
+    usage_of,
+)
 from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
 from cigeval.image_store import ImageStore, image_location
 from cigeval.images import EncodedImage
+from cigeval.prompts import templates_sha256
 from cigeval.rubrics import get_rubric
 from cigeval.sample import Sample, SampleLine, load_sample_images, sample_from_dict
 from cigeval.sample_run import SampleRun
@@ -77,6 +86,50 @@ class Evaluator:
         use_cache = self.run_config.use_cache and self.run_config.cache_dir is not None
         self.tool_cache = ResponseCache(self.run_config.cache_dir) if use_cache else None  # type: ignore[arg-type]
 
+    def preflight(self) -> list[str]:
+        """Synchronous :meth:`preflight_async`."""
+        return run_sync(self.preflight_async())
+
+    async def preflight_async(self) -> list[str]:
+        """Check, before the first sample, that every judge and offered tool can work.
+
+        Each judge's backend runs its own check when it has one (an OpenAI-compatible server
+        must answer and serve the model name; a local ``hf:`` model is loaded); backends
+        without one (scripted, langchain, your own) are skipped. When the rubric offers tools,
+        each tool with a ``preflight(config)`` method loads what it needs (GroundingDINO's
+        weights, the OCR engine). Raises :class:`PreflightError` naming the fix; returns a
+        line per check made.
+        """
+        done: list[str] = []
+        seen: set[tuple[str, str | None]] = set()
+        for backend in self.backends:
+            name = (backend.identity, backend_endpoint(backend))
+            check = getattr(backend, "preflight", None)
+            if name in seen or check is None:
+                continue
+            seen.add(name)
+            try:
+                await check()
+            except PreflightError:
+                raise
+            except CigevalError as exc:
+                raise PreflightError(f"the judge {backend.identity} is not usable: {exc}") from exc
+            where = f" at {name[1]}" if name[1] else ""
+            done.append(f"judge {backend.identity}{where}: ready")
+        if hasattr(self.rubric, "offered_tools"):
+            for tool in resolve_tools(self.config.tools):
+                tool_check = getattr(tool, "preflight", None)
+                if tool_check is None:
+                    continue
+                try:
+                    await asyncio.to_thread(tool_check, self.config)
+                except PreflightError:
+                    raise
+                except CigevalError as exc:
+                    raise PreflightError(f"the {tool.name} tool is not usable: {exc}") from exc
+                done.append(f"tool {tool.name}: ready")
+        return done
+
     @property
     def judge_identity(self) -> str:
         """The judge model(s), as recorded in each Score."""
@@ -88,6 +141,18 @@ class Evaluator:
             record["ensemble"] = self.ensemble.model_dump(mode="json")
         return record
 
+    def _provenance(self, traces: list[Trace] | None = None) -> dict[str, Any]:
+        """The provenance of a record; ``traces`` holds each judge's trace, in judge order."""
+        return provenance_of(
+            judge_provenance(
+                judge.label,
+                judge.backend,
+                templates_sha256(judge.prompt_dir),
+                traces[index] if traces is not None else None,
+            )
+            for index, judge in enumerate(self.judges)
+        )
+
     async def _judge_once(
         self, sample: Sample, images: dict[str, Any], judge: Judge, encoded: dict[int, Any]
     ) -> tuple[Verdict, JudgeSession, Trace]:
@@ -96,7 +161,12 @@ class Evaluator:
         if judge.prompt_dir != config.prompt_dir:
             config = config.model_copy(update={"prompt_dir": judge.prompt_dir})
         session = JudgeSession(
-            judge.backend, judge.settings, trace, config.max_parse_retries, judge.prompt_dir
+            judge.backend,
+            judge.settings,
+            trace,
+            config.max_parse_retries,
+            judge.prompt_dir,
+            templates_sha256(judge.prompt_dir),
         )
         run = SampleRun(sample, images, config, session, trace, self.tool_cache, _encoded=encoded)
         try:
@@ -106,8 +176,17 @@ class Evaluator:
             trace.add(ErrorEvent(stage="evaluate", message=verdict.error or ""))
         return verdict, session, trace
 
-    async def evaluate_async(self, item: SampleInput) -> Score:
-        """Judge one sample. Never raises for a bad sample: the Score says ``error`` and why."""
+    async def evaluate_async(self, item: SampleInput, *, refresh_cache: bool = False) -> Score:
+        """Judge one sample. Never raises for a bad sample: the Score says ``error`` and why.
+
+        ``refresh_cache`` asks the judges again instead of reading cached answers (the new
+        answers replace them), e.g. to rerun a sample that ended in error.
+        """
+        bypass = bypass_cached_answers() if refresh_cache else contextlib.nullcontext()
+        with bypass:
+            return await self._evaluate(item)
+
+    async def _evaluate(self, item: SampleInput) -> Score:
         started = time.perf_counter()
         sample_id, task = _identify(item)
         try:
@@ -127,6 +206,7 @@ class Evaluator:
                 judge=self.judge_identity,
                 config=self._config_record(),
                 passthrough=_passthrough(item),
+                provenance=self._provenance(),
             )
         encoded: dict[int, Any] = {}
         outcomes = await asyncio.gather(
@@ -159,6 +239,7 @@ class Evaluator:
             images=images,
             input_images=input_images,
             image_files=image_files,
+            provenance=self._provenance([t for _, _, t in outcomes]),
         )
 
     def _image_files(self, encoded: Iterable[EncodedImage]) -> dict[str, str]:
@@ -170,9 +251,9 @@ class Evaluator:
                 files[image.sha256] = location
         return files
 
-    def evaluate(self, item: SampleInput) -> Score:
+    def evaluate(self, item: SampleInput, *, refresh_cache: bool = False) -> Score:
         """Synchronous :meth:`evaluate_async`."""
-        return run_sync(self._closing(self.evaluate_async(item)))
+        return run_sync(self._closing(self.evaluate_async(item, refresh_cache=refresh_cache)))
 
     async def aclose(self) -> None:
         """Close the HTTP connections the judges opened in the running event loop.
@@ -194,29 +275,43 @@ class Evaluator:
             await self.aclose()
 
     async def stream(
-        self, items: Iterable[SampleInput], concurrency: int | None = None
+        self,
+        items: Iterable[SampleInput],
+        concurrency: int | None = None,
+        *,
+        refresh_ids: Collection[str] = (),
     ) -> AsyncIterator[Score]:
         """Yield Scores as samples finish, at most ``concurrency`` at once.
 
         ``items`` is consumed lazily, so memory stays bounded for any number of samples.
+        Samples whose id is in ``refresh_ids`` are judged without cached answers.
         """
         limit = concurrency or self.run_config.concurrency
         iterator = iter(items)
-        pending: set[asyncio.Task[Score]] = set()
+        pending: set[asyncio.Future[Score]] = set()
         exhausted = False
-        while pending or not exhausted:
-            while not exhausted and len(pending) < limit:
-                try:
-                    item = next(iterator)
-                except StopIteration:
-                    exhausted = True
+        try:
+            while pending or not exhausted:
+                while not exhausted and len(pending) < limit:
+                    try:
+                        item = next(iterator)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    refresh = bool(refresh_ids) and _identify(item)[0] in refresh_ids
+                    pending.add(
+                        asyncio.ensure_future(self.evaluate_async(item, refresh_cache=refresh))
+                    )
+                if not pending:
                     break
-                pending.add(asyncio.ensure_future(self.evaluate_async(item)))
-            if not pending:
-                break
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                yield task.result()
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    yield task.result()
+        finally:
+            # Stopped early (cancelled, or the caller left the loop): samples still in flight
+            # are cancelled rather than left running unseen.
+            for task in pending:
+                task.cancel()
 
     async def evaluate_many_async(
         self, items: Iterable[SampleInput], concurrency: int | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,8 @@ from typing import Any
 import jinja2
 
 BUILTIN_FOLDER = Path(__file__).resolve().parent
+#: The suffix of template files.
+TEMPLATE_SUFFIX = ".j2"
 
 
 @lru_cache(maxsize=16)
@@ -38,3 +42,39 @@ def render(template: str, /, *, prompt_dir: str | None = None, **variables: Any)
 def render_string(source: str, **variables: Any) -> str:
     """Render a user-supplied template string with the same strict rules."""
     return _environment().from_string(source).render(**variables).strip()
+
+
+def templates_sha256(prompt_dir: str | os.PathLike[str] | None = None) -> str:
+    """sha256 (hex) of the templates a run renders: the built-in ones, with the files of the
+    same name in ``prompt_dir`` taking their place, plus any other template there.
+
+    Recorded with every result and part of every cache key, so an answer to other prompts is
+    never reused and a record says which prompts produced it. Files are hashed again only
+    when their size or modification time changes.
+    """
+    files = {p.name: p for p in BUILTIN_FOLDER.glob(f"*{TEMPLATE_SUFFIX}")}
+    if prompt_dir is not None:
+        folder = Path(prompt_dir).expanduser()
+        if folder.is_dir():
+            files.update({p.name: p for p in folder.glob(f"*{TEMPLATE_SUFFIX}") if p.is_file()})
+    signature = []
+    for name in sorted(files):
+        try:
+            stat = files[name].stat()
+        except OSError:
+            continue
+        signature.append((name, str(files[name]), stat.st_size, stat.st_mtime_ns))
+    return _hash_files(tuple(signature))
+
+
+@lru_cache(maxsize=64)
+def _hash_files(signature: tuple[tuple[str, str, int, int], ...]) -> str:
+    digest = hashlib.sha256()
+    for name, path, _, _ in signature:
+        try:
+            content = Path(path).read_bytes()
+        except OSError:
+            content = b""
+        digest.update(name.encode("utf-8") + b"\0")
+        digest.update(hashlib.sha256(content).digest())
+    return digest.hexdigest()

@@ -1,20 +1,31 @@
 """What a run leaves behind: the results JSONL, its DataFrame, HTML and summary.
 
 One reader and one writer for results files (:mod:`cigeval.results.jsonl`): resumable,
-fsynced line by line, with one policy for lines that cannot be read.
+fsynced line by line, with one policy for lines that cannot be read; one run per results file
+(:mod:`cigeval.results.lock`).
 """
 
 from cigeval.results.frame import to_frame
 from cigeval.results.html import score_to_html
-from cigeval.results.jsonl import ResultsWriter, SkippedLine, read_records, repair_tail
+from cigeval.results.jsonl import (
+    ResultsWriter,
+    SkippedLine,
+    read_records,
+    rejected_path,
+    repair_tail,
+)
+from cigeval.results.lock import ResultsLock, ResultsLocked
 from cigeval.results.summary import RunSummary, load_price_table
 
 __all__ = [
+    "ResultsLock",
+    "ResultsLocked",
     "ResultsWriter",
     "RunSummary",
     "SkippedLine",
     "load_price_table",
     "read_records",
+    "rejected_path",
     "repair_tail",
     "score_to_html",
     "to_frame",

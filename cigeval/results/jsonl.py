@@ -3,8 +3,11 @@
 One policy for lines that cannot be read, wherever results are read (resume, meta-evaluation,
 trajectory export, reports): the line is skipped, never fatal, and listed with its number and
 the reason when the caller passes a ``skipped`` list. A last line without its newline is what
-a killed run leaves behind; it is skipped the same way (and cut off before a resumed run
-appends).
+a killed run leaves behind; it is skipped the same way. A resumed run repairs the file: such
+lines are moved, byte for byte, to ``<results>.rejected`` (nothing is lost silently) and the
+file keeps only whole records.
+
+Every line written is valid UTF-8: text holding lone surrogates is made safe first.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from cigeval._unicode import safe_text
+from cigeval.results.lock import ResultsLock
 from cigeval.score import Score
 
 
@@ -43,6 +48,12 @@ def _record(raw: bytes) -> dict[str, Any] | str:
     if not isinstance(record, dict) or "id" not in record:
         return "not a results record (a JSON object with an id)"
     return record
+
+
+def rejected_path(path: str | Path) -> Path:
+    """Where a resumed run moves the unreadable lines of ``path``: ``<name>.rejected``."""
+    path = Path(path)
+    return path.with_name(path.name + ".rejected")
 
 
 def read_records(
@@ -101,11 +112,14 @@ def repair_tail(path: Path) -> int:
 class ResultsWriter:
     """Appends records as samples finish; each line is flushed and fsynced at once.
 
-    With ``resume`` the existing file is kept: a torn last line is removed, and
-    :attr:`finished` holds the ids already recorded so they are skipped. With
-    ``retry_errors`` records with status ``error`` are dropped (atomically) so those samples
-    run again. Without ``resume`` an existing file is replaced. Lines that cannot be read are
-    listed in :attr:`skipped`.
+    With ``resume`` the existing file is kept and repaired: lines that cannot be read (a torn
+    last line, a bad byte, a line that is not a record) are moved to :func:`rejected_path`
+    and listed in :attr:`skipped`, and :attr:`finished` holds the ids already recorded so
+    they are skipped. With ``retry_errors`` records with status ``error`` are dropped (their
+    ids are in :attr:`retrying`) so those samples run again. Without ``resume`` an existing
+    file is replaced. Rewrites are atomic. With ``lock`` (the default) the writer holds the
+    file's :class:`~cigeval.results.lock.ResultsLock` until :meth:`close`, so a second writer
+    on the same file fails with :class:`~cigeval.results.lock.ResultsLocked`.
     """
 
     def __init__(
@@ -115,51 +129,146 @@ class ResultsWriter:
         resume: bool = True,
         retry_errors: bool = False,
         include_trace: bool = True,
+        lock: bool = True,
     ) -> None:
         self.path = Path(path)
         self.include_trace = include_trace
         self.finished: set[str] = set()
         self.skipped: list[SkippedLine] = []
+        #: Ids whose error records were dropped by ``retry_errors`` (to be judged again).
+        self.retrying: set[str] = set()
         #: Status of each record kept from an earlier run, by id.
         self.previous_statuses: dict[str, str] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if resume and self.path.exists():
-            repair_tail(self.path)
-            records = list(read_records(self.path, self.skipped))
-            if retry_errors:
-                kept = [r for r in records if r.get("status") == "ok"]
-                if len(kept) != len(records):
-                    self._rewrite(kept)
-                records = kept
-            self.previous_statuses = {str(r["id"]): str(r.get("status")) for r in records}
-            self.finished = set(self.previous_statuses)
-        elif self.path.exists():
-            self.path.unlink()
-        self._handle: IO[str] = self.path.open("a", encoding="utf-8")
+        self._lock = ResultsLock(self.path) if lock else None
+        if self._lock is not None:
+            self._lock.acquire()
+        try:
+            if resume and self.path.exists():
+                self._resume(retry_errors)
+            elif self.path.exists():
+                self.path.unlink()
+            self._handle: IO[bytes] = self.path.open("ab")
+        except BaseException:
+            if self._lock is not None:
+                self._lock.release()
+            raise
 
-    def _rewrite(self, records: list[dict[str, Any]]) -> None:
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        with temporary.open("w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    @property
+    def rejected_path(self) -> Path:
+        """Where unreadable lines of the file were moved (see :attr:`skipped`)."""
+        return rejected_path(self.path)
+
+    def _resume(self, retry_errors: bool) -> None:
+        statuses: dict[int, tuple[str, str]] = {}
+        torn_at: int | None = None  # offset of a last line without its newline
+        offset = 0
+        with self.path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                start, offset = offset, offset + len(raw)
+                if not raw.strip():
+                    continue
+                if not raw.endswith(b"\n"):
+                    found: dict[str, Any] | str = "incomplete last line (a run was interrupted)"
+                    torn_at = start
+                else:
+                    found = _record(raw)
+                if isinstance(found, str):
+                    self.skipped.append(SkippedLine(number, found))
+                else:
+                    statuses[number] = (str(found["id"]), str(found.get("status")))
+        drop = {line.line_number for line in self.skipped}
+        if retry_errors:
+            errors = {n for n, (_, status) in statuses.items() if status != "ok"}
+            self.retrying = {statuses[n][0] for n in errors}
+            drop |= errors
+        if drop and torn_at is not None and len(drop) == 1:
+            self._cut_torn_tail(torn_at)  # the usual damage after a kill: no rewrite needed
+        elif drop:
+            self._rewrite_without(drop, {line.line_number for line in self.skipped})
+        self.previous_statuses = {i: st for n, (i, st) in statuses.items() if n not in drop}
+        self.finished = set(self.previous_statuses)
+
+    def _cut_torn_tail(self, offset: int) -> None:
+        """Move the bytes after ``offset`` to the side file and cut them off."""
+        with self.path.open("rb+") as handle:
+            handle.seek(offset)
+            tail = handle.read()
+            with self.rejected_path.open("ab") as side:
+                side.write(tail + b"\n")
+                side.flush()
+                os.fsync(side.fileno())
+            handle.truncate(offset)
             handle.flush()
             os.fsync(handle.fileno())
+
+    def _rewrite_without(self, drop: set[int], rejected: set[int]) -> None:
+        """Copy the file without the lines ``drop``; lines in ``rejected`` go to the side file."""
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        side: IO[bytes] | None = None
+        try:
+            with self.path.open("rb") as source, temporary.open("wb") as target:
+                for number, raw in enumerate(source, start=1):
+                    if number not in drop:
+                        target.write(raw)
+                    elif number in rejected:
+                        if side is None:
+                            side = self.rejected_path.open("ab")
+                        side.write(raw if raw.endswith(b"\n") else raw + b"\n")
+                target.flush()
+                os.fsync(target.fileno())
+            if side is not None:
+                side.flush()
+                os.fsync(side.fileno())
+        finally:
+            if side is not None:
+                side.close()
         os.replace(temporary, self.path)
 
     def write(self, score: Score) -> None:
-        """Append one record (a single write of a complete line)."""
-        line = json.dumps(score.to_record(self.include_trace), ensure_ascii=False) + "\n"
-        self._handle.write(line)
+        """Append one record (a single write of a complete line of valid UTF-8).
+
+        A record that cannot be serialised (a value JSON cannot hold, nesting too deep) is
+        replaced by an ``error`` record saying so: one sample never stops the others.
+        """
+        try:
+            line = json.dumps(score.to_record(self.include_trace), ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            line = json.dumps(_unwritable_record(score, exc), ensure_ascii=False)
+        try:
+            data = (line + "\n").encode("utf-8")
+        except UnicodeEncodeError:
+            data = (safe_text(line) + "\n").encode("utf-8")
+        self._handle.write(data)
         self._handle.flush()
         os.fsync(self._handle.fileno())
-        self.finished.add(score.id)
+        self.finished.add(safe_text(score.id))
 
     def close(self) -> None:
-        """Close the file."""
-        self._handle.close()
+        """Close the file and release its lock."""
+        try:
+            self._handle.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
 
     def __enter__(self) -> ResultsWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _unwritable_record(score: Score, exc: BaseException) -> dict[str, Any]:
+    """The error record written in place of one that cannot be serialised."""
+    return {
+        "id": safe_text(str(score.id)),
+        "task": safe_text(str(score.task)),
+        "rubric": safe_text(str(score.rubric)),
+        "status": "error",
+        "score": None,
+        "sub_scores": [],
+        "error": f"the record could not be written ({type(exc).__name__}: {str(exc)[:200]})",
+        "judge": score.judge,
+        "provenance": score.provenance,
+    }

@@ -13,6 +13,7 @@ as is, for the record.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,11 @@ class FactorReplySpec:
     justification_words: tuple[int, int] | None = (15, 30)
 
 
+#: An integer written in ASCII digits, short enough to convert ("²".isdigit() is True, and
+#: int("²") raises; a 5000-digit string raises too).
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
+
+
 def _as_integer(value: Any) -> int | None:
     """The integer a JSON value denotes (7, 7.0, "7"), or None when it is not one."""
     if isinstance(value, bool):
@@ -45,7 +51,7 @@ def _as_integer(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
         return int(value.strip())
     return None
 

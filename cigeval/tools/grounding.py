@@ -12,18 +12,23 @@ import hashlib
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from cigeval.errors import ConfigError, MissingDependency, ToolError
+from cigeval.errors import ConfigError, MissingDependency, PreflightError, ToolError
 from cigeval.images import to_rgb
+from cigeval.registry import normalize_name
 from cigeval.tools._format import box_from_record, box_record, fmt_box, highlight_note, percent
 from cigeval.tools._memo import run_once
 from cigeval.tools.base import Box, ToolContext, ToolResult
 from cigeval.tools.boxes import clip_box
 from cigeval.tools.highlight import NEARLY_WHOLE_IMAGE, coverage, highlight
+from cigeval.tools.registry import tool_names
 from cigeval.tools.settings import GroundingConfig
+
+if TYPE_CHECKING:
+    from cigeval.config import EvalConfig
 
 
 def normalize_query(query: str) -> str:
@@ -52,13 +57,18 @@ class _Loaded:
 _MODELS: dict[tuple[str, str], _Loaded] = {}
 _MODELS_LOCK = threading.Lock()
 _KEY_LOCKS: dict[tuple[str, str], threading.Lock] = {}
+# A checkpoint that failed to load fails again at once with the same error: weights that
+# are not there cost one attempt per process, not minutes per sample.
+_FAILURES: dict[tuple[str, str], ConfigError | MissingDependency] = {}
 
 
 def clear_detector_cache() -> None:
-    """Forget every loaded GroundingDINO model (frees memory; the next detect reloads)."""
+    """Forget every loaded GroundingDINO model (frees memory; the next detect reloads) and
+    every remembered load failure (the next detect tries again)."""
     with _MODELS_LOCK:
         _MODELS.clear()
         _KEY_LOCKS.clear()
+        _FAILURES.clear()
 
 
 def _import_torch() -> Any:
@@ -74,6 +84,8 @@ def _load(checkpoint: str, device: str) -> _Loaded:
     with _MODELS_LOCK:
         if key in _MODELS:
             return _MODELS[key]
+        if key in _FAILURES:
+            raise _FAILURES[key].with_traceback(None)
         key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
     # A per-checkpoint lock: two threads never load the same model twice, while a slow
     # download of one checkpoint does not block detection with another.
@@ -81,26 +93,39 @@ def _load(checkpoint: str, device: str) -> _Loaded:
         with _MODELS_LOCK:
             if key in _MODELS:
                 return _MODELS[key]
-        _import_torch()
+            if key in _FAILURES:
+                raise _FAILURES[key].with_traceback(None)
         try:
-            from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
-        except ImportError:
-            raise MissingDependency("transformers", "grounding", "The Grounding tool") from None
-        try:
-            processor = AutoProcessor.from_pretrained(checkpoint)
-            model = AutoModelForZeroShotObjectDetection.from_pretrained(checkpoint)
-            model = model.to(device).eval()
-        except Exception as exc:
-            # A setup problem shared by every sample, never a per-sample tool failure.
-            raise ConfigError(
-                f"could not load the GroundingDINO checkpoint {checkpoint!r}: {exc}. Pass a "
-                "local directory path (one written by save_pretrained) or check the model "
-                "name; downloading from the Hugging Face hub needs network access."
-            ) from exc
-        loaded = _Loaded(processor, model, device, threading.Lock())
-        with _MODELS_LOCK:
-            _MODELS[key] = loaded
-        return loaded
+            return _load_uncached(key)
+        except (ConfigError, MissingDependency) as exc:
+            with _MODELS_LOCK:
+                _FAILURES[key] = exc
+            raise
+
+
+def _load_uncached(key: tuple[str, str]) -> _Loaded:
+    """Load a checkpoint (under its key lock) and remember it."""
+    checkpoint, device = key
+    _import_torch()
+    try:
+        from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
+    except ImportError:
+        raise MissingDependency("transformers", "grounding", "The Grounding tool") from None
+    try:
+        processor = AutoProcessor.from_pretrained(checkpoint)
+        model = AutoModelForZeroShotObjectDetection.from_pretrained(checkpoint)
+        model = model.to(device).eval()
+    except Exception as exc:
+        # A setup problem shared by every sample, never a per-sample tool failure.
+        raise ConfigError(
+            f"could not load the GroundingDINO checkpoint {checkpoint!r}: {exc}. Pass a "
+            "local directory path (one written by save_pretrained) or check the model "
+            "name; downloading from the Hugging Face hub needs network access."
+        ) from exc
+    loaded = _Loaded(processor, model, device, threading.Lock())
+    with _MODELS_LOCK:
+        _MODELS[key] = loaded
+    return loaded
 
 
 class GroundingDinoDetector:
@@ -238,6 +263,23 @@ class GroundingTool:
         """The detector used for runs with ``config``."""
         return self._detector or GroundingDinoDetector.from_config(config)
 
+    def preflight(self, config: EvalConfig) -> None:
+        """Load the GroundingDINO weights now (blocking); :class:`PreflightError` names the
+        ways out when they cannot be loaded."""
+        detector = self.detector_for(config.grounding)
+        try:
+            _load(detector.checkpoint, detector.device)
+        except MissingDependency as exc:
+            raise PreflightError(f"{exc}; {_without_grounding(config)}") from exc
+        except ConfigError as exc:
+            cause = str(exc.__cause__ or exc).strip().splitlines()[0][:200]
+            raise PreflightError(
+                f"the Grounding tool cannot load the GroundingDINO checkpoint "
+                f"{detector.checkpoint!r} ({cause}). Pass --grounding-checkpoint DIR (a local "
+                f"copy of the weights, e.g. one written by save_pretrained), or "
+                f"{_without_grounding(config)}"
+            ) from exc
+
     async def run(self, ctx: ToolContext) -> ToolResult:
         """Detect the query in every image the sub-question shows and highlight it."""
         query = default_query(ctx)
@@ -296,6 +338,13 @@ class GroundingTool:
             return boxes
 
         return await run_once(ctx.memo, key, compute)
+
+
+def _without_grounding(config: EvalConfig) -> str:
+    """The advice to offer the other tools, naming them."""
+    offered = config.tools if config.tools is not None else tool_names()
+    others = ",".join(t for t in offered if normalize_name(t) != normalize_name("Grounding"))
+    return f"offer the agent tools without Grounding: --tools '{others}'"
 
 
 def default_query(ctx: ToolContext) -> str | None:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from cigeval.errors import MissingDependency, ToolError
+from cigeval.errors import MissingDependency, PreflightError, ToolError
 from cigeval.images import to_rgb
 from cigeval.tools._format import box_record, fmt_box, highlight_note
 from cigeval.tools.base import Box, ToolContext, ToolResult
@@ -33,15 +33,25 @@ _ENGINE_LOCK = threading.Lock()
 _RUN_LOCK = threading.Lock()
 
 
+_ENGINE_ERROR: ToolError | None = None
+
+
 def _engine() -> Any:
-    global _ENGINE
+    """The shared engine; an engine that failed to start fails again at once (remembered)."""
+    global _ENGINE, _ENGINE_ERROR
     with _ENGINE_LOCK:
         if _ENGINE is None:
+            if _ENGINE_ERROR is not None:
+                raise _ENGINE_ERROR.with_traceback(None)
             try:
                 from rapidocr_onnxruntime import RapidOCR
             except ImportError:
                 raise MissingDependency("rapidocr-onnxruntime", "ocr", "The OCR tool") from None
-            _ENGINE = RapidOCR()
+            try:
+                _ENGINE = RapidOCR()
+            except Exception as exc:
+                _ENGINE_ERROR = ToolError(f"the OCR engine could not start: {exc}")
+                raise _ENGINE_ERROR from exc
         return _ENGINE
 
 
@@ -98,6 +108,15 @@ class OCRTool:
 
     def __init__(self, min_confidence: float = 0.5) -> None:
         self.min_confidence = min_confidence
+
+    def preflight(self, config: Any) -> None:
+        """Create the OCR engine now (blocking); PreflightError when it is not installed."""
+        try:
+            _engine()
+        except (MissingDependency, ToolError) as exc:
+            raise PreflightError(
+                f"{exc}; or offer the agent tools without OCR (--tools without it)"
+            ) from exc
 
     async def run(self, ctx: ToolContext) -> ToolResult:
         """Read the text in every image the sub-question shows."""

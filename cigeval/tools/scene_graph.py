@@ -18,6 +18,7 @@ from cigeval.errors import ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.parsing import extract_json as parse_json
 from cigeval.prompts import render
+from cigeval.session import PARSE_IN_THREAD_CHARS
 from cigeval.tools._memo import run_once
 from cigeval.tools.base import ToolContext, ToolResult
 
@@ -102,6 +103,8 @@ async def scene_graph(ctx: ToolContext, image: Image.Image) -> SceneGraph:
         prompt = render(TEMPLATE, prompt_dir=ctx.config.prompt_dir)
         message = Message("user", (TextPart(prompt), ImagePart(encoded, "image")))
         reply = await ctx.call_model(PURPOSE, [message])
+        if len(reply) > PARSE_IN_THREAD_CHARS:  # a long reply is parsed off the event loop
+            return SceneGraph(raw=reply, graph=await asyncio.to_thread(json_or_none, reply))
         return SceneGraph(raw=reply, graph=json_or_none(reply))
 
     return await run_once(ctx.memo, f"scene_graph:{encoded.sha256}", ask)

@@ -44,11 +44,34 @@ def test_key_covers_what_changes_the_answer() -> None:
     assert base not in variants and len(set(variants)) == len(variants)
 
 
-def test_key_ignores_urls_keys_timeouts_and_retries() -> None:
+def test_key_ignores_keys_timeouts_retries_and_credentials_but_not_the_server() -> None:
     a = OpenAIBackend("m", ["http://127.0.0.1:1/v1"], api_key="k1", timeout_s=5, max_retries=0)
-    b = OpenAIBackend("m", ["http://10.0.0.2:8000/v1"], api_key="k2", timeout_s=99, max_retries=9)
+    b = OpenAIBackend("m", ["http://u:pw@127.0.0.1:1/v1/"], api_key="k2", max_retries=9)
+    other = OpenAIBackend("m", ["http://10.0.0.2:8000/v1"], api_key="k1")
     request = image_request("x", (make_image(),))
-    assert cache_key(a.identity, request) == cache_key(b.identity, request)
+    assert a.endpoint == b.endpoint == "http://127.0.0.1:1/v1"  # no credentials, no slash
+    assert CachedBackend(a, ResponseCache("c")).key(request) == CachedBackend(
+        b, ResponseCache("c")
+    ).key(request)
+    assert CachedBackend(a, ResponseCache("c")).key(request) != CachedBackend(
+        other, ResponseCache("c")
+    ).key(request)
+
+
+def test_replicas_of_one_spec_share_a_key_in_any_order() -> None:
+    request = image_request("x", (make_image(),))
+    ab = OpenAIBackend("m", ["http://a:1/v1", "http://b:1/v1"], api_key="k")
+    ba = OpenAIBackend("m", ["http://b:1/v1", "http://a:1/v1"], api_key="k")
+    only_a = OpenAIBackend("m", ["http://a:1/v1"], api_key="k")
+    assert ab.endpoint == ba.endpoint == "http://a:1/v1,http://b:1/v1"
+    keys = {CachedBackend(b, ResponseCache("c")).key(request) for b in (ab, ba, only_a)}
+    assert len(keys) == 2
+
+
+def test_key_covers_the_prompt_templates() -> None:
+    request = image_request("x", (make_image(),))
+    other = ModelRequest(request.messages, request.settings, prompts_sha256="f" * 64)
+    assert cache_key("m", request) != cache_key("m", other)
 
 
 async def test_hit_makes_no_call_and_survives_a_fresh_instance(tmp_path: Path) -> None:
@@ -67,19 +90,22 @@ async def test_http_cache_hit_makes_no_request(
     openai_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     openai_server.replies = ["remembered"]
+    with_password = openai_server.base_url.replace("http://", "http://user:hunter2@")
     backend = CachedBackend(
-        OpenAIBackend("fake-model", [openai_server.base_url], api_key=SECRET_KEY),
+        OpenAIBackend("fake-model", [with_password], api_key=SECRET_KEY),
         ResponseCache(tmp_path),
     )
     request = image_request("judge", (make_image(),))
-    assert (await backend.complete(request)).cached is False
+    first = await backend.complete(request)
+    assert first.cached is False and first.finish_reason == "stop"
     again = await backend.complete(request)
     assert again.cached and again.text == "remembered"
+    assert (again.finish_reason, again.endpoint) == ("stop", openai_server.base_url)
     assert len(openai_server.requests) == 1
     for file in tmp_path.rglob("*"):
         if file.is_file():
             assert SECRET_KEY.encode() not in file.read_bytes()
-            assert openai_server.base_url.encode() not in file.read_bytes()
+            assert b"hunter2" not in file.read_bytes()
 
 
 async def test_errors_are_not_cached(tmp_path: Path) -> None:
@@ -223,3 +249,87 @@ async def test_a_failed_shared_call_fails_every_waiter_and_is_not_cached(tmp_pat
     assert all(isinstance(r, BackendError) for r in results)
     with pytest.raises(BackendError):
         await backend.complete(request)
+
+
+# ------------------------------------------------------------ failures cost only themselves
+
+
+async def test_a_cache_folder_that_is_a_file_is_a_miss_not_a_crash(tmp_path: Path) -> None:
+    in_the_way = tmp_path / "file"
+    in_the_way.write_text("x")
+    cache = ResponseCache(in_the_way)
+    backend = CachedBackend(ScriptedBackend(["one", "two"]), cache)
+    request = image_request()
+    assert (await backend.complete(request)).text == "one"
+    assert (await backend.complete(request)).text == "two"  # nothing was stored
+    cache.set("k", [1])
+    assert cache.get("k") is None
+    backend.forget(request)  # no error either
+
+
+async def test_waiters_resolve_when_the_answer_cannot_be_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("cigeval.backends.cache.os.replace", full_disk)
+
+    async def slow(request: ModelRequest) -> str:
+        await asyncio.sleep(0.02)
+        return "answer"
+
+    backend = CachedBackend(ScriptedBackend(slow), ResponseCache(tmp_path))
+    request = ModelRequest((Message.text("user", "same"),))
+    replies = await asyncio.wait_for(
+        asyncio.gather(*(backend.complete(request) for _ in range(4))), timeout=5
+    )
+    assert [r.text for r in replies] == ["answer"] * 4
+    assert not any(tmp_path.rglob("*.part")), "no temporary file is left behind"
+
+
+async def test_a_cancelled_call_lets_its_waiters_ask_themselves(tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    async def slow(request: ModelRequest) -> str:
+        started.set()
+        await asyncio.sleep(0.05)
+        return "answer"
+
+    inner = ScriptedBackend(slow)
+    backend = CachedBackend(inner, ResponseCache(tmp_path))
+    request = ModelRequest((Message.text("user", "same"),))
+    owner = asyncio.ensure_future(backend.complete(request))
+    await started.wait()
+    waiter = asyncio.ensure_future(backend.complete(request))
+    await asyncio.sleep(0)
+    owner.cancel()
+    reply = await asyncio.wait_for(waiter, timeout=5)
+    assert reply.text == "answer" and len(inner.requests) == 2
+    assert owner.cancelled()
+
+
+async def test_lone_surrogates_round_trip_through_the_cache(tmp_path: Path) -> None:
+    backend = CachedBackend(ScriptedBackend(["half \ud800 pair"]), ResponseCache(tmp_path))
+    request = ModelRequest((Message.text("user", "question \udfff"),))
+    assert (await backend.complete(request)).text == "half \ud800 pair"
+    hit = await backend.complete(request)
+    assert hit.cached and hit.text == "half \ud800 pair"
+    for file in tmp_path.rglob("*.json"):
+        file.read_bytes().decode("ascii")  # escaped, never raw surrogates
+
+
+async def test_forget_and_bypass(tmp_path: Path) -> None:
+    from cigeval.backends.cache import bypass_cached_answers
+
+    inner = ScriptedBackend(["first", "second", "third"])
+    backend = CachedBackend(inner, ResponseCache(tmp_path))
+    request = image_request()
+    assert (await backend.complete(request)).text == "first"
+    assert (await backend.complete(request)).text == "first"
+    backend.forget(request)
+    assert (await backend.complete(request)).text == "second"
+    with bypass_cached_answers():
+        assert (await backend.complete(request)).text == "third"
+    hit = await backend.complete(request)
+    assert hit.cached and hit.text == "third"  # the fresh answer replaced the old one

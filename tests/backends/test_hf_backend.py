@@ -135,3 +135,32 @@ async def test_uses_auto_processor_when_it_loads(
     assert calls == [1]
     assert backend._tokenizer is None  # the fallback was not needed
     assert response.usage.completion_tokens > 0
+
+
+async def test_a_reply_that_ran_into_max_tokens_reports_length(backend: HFBackend) -> None:
+    cut = await backend.complete(image_request("Rate the image.", settings=greedy(2)))
+    assert cut.usage.completion_tokens == 2 and cut.finish_reason == "length"
+
+
+async def test_a_model_that_cannot_load_fails_later_requests_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import transformers
+
+    from cigeval.errors import PreflightError
+
+    attempts: list[str] = []
+    original = transformers.AutoModelForImageTextToText.from_pretrained
+
+    def counting(name: str, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(name)
+        return original(name, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForImageTextToText, "from_pretrained", counting)
+    backend = HFBackend("no-such-org/no-such-model", device="cpu")
+    with pytest.raises(PreflightError, match=r"cannot be loaded.*no-such-org/no-such-model"):
+        await backend.preflight()
+    for _ in range(3):
+        with pytest.raises(ConfigError, match="no-such-org/no-such-model"):
+            await backend.complete(image_request())
+    assert attempts == ["no-such-org/no-such-model"]

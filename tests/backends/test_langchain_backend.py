@@ -98,3 +98,16 @@ async def test_identity_and_errors() -> None:
 def test_refuses_non_chat_models() -> None:
     with pytest.raises(TypeError):
         LangChainBackend(object())
+
+
+async def test_finish_reason_and_served_model_come_from_the_response_metadata() -> None:
+    openai_style = AIMessage(
+        content="cut", response_metadata={"finish_reason": "length", "model_name": "gpt-x-0613"}
+    )
+    anthropic_style = AIMessage(content="cut too", response_metadata={"stop_reason": "max_tokens"})
+    backend = LangChainBackend(recording(openai_style, anthropic_style, AIMessage(content="ok")))
+    first = await backend.complete(image_request())
+    assert (first.finish_reason, first.model) == ("length", "gpt-x-0613")
+    second = await backend.complete(image_request())
+    assert (second.finish_reason, second.model) == ("length", backend.model_name)
+    assert (await backend.complete(image_request())).finish_reason is None

@@ -230,3 +230,19 @@ async def test_backend_survives_a_new_event_loop(openai_server: FakeOpenAIServer
 
     assert await asyncio.to_thread(in_another_loop) == "ok"
     assert len(openai_server.requests) == 2
+
+
+async def test_each_answer_names_its_replica_and_finish_reason() -> None:
+    with (
+        FakeOpenAIServer(["a"], finish_reason="length") as one,
+        FakeOpenAIServer(["b"], finish_reason="stop") as two,
+    ):
+        urls = [one.base_url, two.base_url]
+        backend = OpenAIBackend("m", urls, api_key="k")
+        replies = [await backend.complete(image_request()) for _ in range(2)]
+        assert backend.endpoint == ",".join(sorted(urls))
+        await backend.aclose()
+    assert [(r.text, r.finish_reason, r.endpoint) for r in replies] == [
+        ("a", "length", urls[0]),
+        ("b", "stop", urls[1]),
+    ]

@@ -43,6 +43,7 @@ class Run:
     stderr: str
     server: FakeOpenAIServer
     out: Path
+    port: int = 0
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +51,19 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("probe_cli")
 
 
-def _run(capsys: pytest.CaptureFixture[str], reply: Any, out: Path, *extra: str, **kw: str) -> Run:
-    with FakeOpenAIServer(reply) as server:
-        status = probe_cli(server, out, *extra, **kw)
+def _run(
+    capsys: pytest.CaptureFixture[str], reply: Any, out: Path, *extra: str, port: int = 0
+) -> Run:
+    with FakeOpenAIServer(reply, port=port) as server:
+        status = probe_cli(server, out, *extra)
+        port = _port(server)
     captured = capsys.readouterr()
     report = json.loads(out.read_text()) if out.exists() else {}
-    return Run(status, report, captured.out, captured.err, server, out)
+    return Run(status, report, captured.out, captured.err, server, out, port)
+
+
+def _port(server: FakeOpenAIServer) -> int:
+    return int(server.base_url.rsplit(":", 1)[1].split("/")[0])
 
 
 def _quiet_run(reply: Any, out: Path, *extra: str) -> Run:
@@ -67,8 +75,9 @@ def _quiet_run(reply: Any, out: Path, *extra: str) -> Run:
         contextlib.redirect_stderr(stderr),
     ):
         status = probe_cli(server, out, *extra)
+        port = _port(server)
     report = json.loads(out.read_text())
-    return Run(status, report, stdout.getvalue(), stderr.getvalue(), server, out)
+    return Run(status, report, stdout.getvalue(), stderr.getvalue(), server, out, port)
 
 
 @pytest.fixture(scope="module")
@@ -165,8 +174,11 @@ def test_a_changed_model_under_the_same_name(
     seeing_run: Run, workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cache = ("--cache-dir", str(workdir / "cache"))
-    # With the cache of the first run, only the repeat probes reach the new model ...
-    cached = _run(capsys, rule_judge(), workdir / "cached.json", *cache)
+    # The new model answers at the first one's address (the cache key covers the server, so a
+    # model at another address is asked afresh). With the cache of the first run, only the
+    # repeat probes reach the new model ...
+    port = seeing_run.port
+    cached = _run(capsys, rule_judge(), workdir / "cached.json", *cache, port=port)
     assert cached.status == 0
     failed = {p["kind"] for p in cached.report["probes"] if not p["passed"]}
     assert failed == {"repeat"}
@@ -179,6 +191,7 @@ def test_a_changed_model_under_the_same_name(
         "--compare",
         str(seeing_run.out),
         "--fail-on-drift",
+        port=port,
     )
     assert compared.status == 1
     assert compared.report["pass_rate"] == 21 / 48

@@ -169,6 +169,15 @@ def test_validate_needs_output_instruction_and_a_reference():
             answer(IF_KEYS, alignment={"score": 5}),
             "alignment is missing the key(s) 'justification'",
         ),
+        # "²".isdigit() is True, yet int("²") raises: it is a malformed score, not a crash.
+        (
+            answer(IF_KEYS, alignment={"score": "²", "justification": GOOD}),
+            "alignment.score must be an integer from 1 to 7, got '²'",
+        ),
+        (
+            answer(IF_KEYS, alignment={"score": "9" * 5000, "justification": GOOD}),
+            "alignment.score must be an integer from 1 to 7",
+        ),
     ],
 )
 async def test_malformed_reply_is_reasked_with_the_precise_error(bad, expected):
