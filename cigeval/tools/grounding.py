@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
+from cigeval._hub import ensure_loadable
 from cigeval.errors import ConfigError, MissingDependency, PreflightError, ToolError
 from cigeval.images import to_rgb
 from cigeval.registry import normalize_name
@@ -107,6 +108,7 @@ def _load_uncached(key: tuple[str, str]) -> _Loaded:
     """Load a checkpoint (under its key lock) and remember it."""
     checkpoint, device = key
     _import_torch()
+    ensure_loadable(checkpoint, "the GroundingDINO checkpoint")
     try:
         from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
     except ImportError:
