@@ -1,4 +1,4 @@
-"""The ``cigeval`` command: evaluate, validate, tasks, rubrics and meta."""
+"""The ``cigeval`` command: evaluate, validate, tasks, rubrics, meta and finetune."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from cigeval.cli._common import EXIT_OK, EXIT_USAGE, UsageError
 from cigeval.cli._flags import add_tasks_file_flag, load_tasks_files
 from cigeval.cli.evaluate import add_evaluate_subparser, run_evaluate
+from cigeval.cli.finetune import add_finetune_subparser, run_finetune
 from cigeval.cli.meta import add_meta_subparser, run_meta
 from cigeval.cli.validate import add_validate_subparser, run_validate
 
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tasks_file_flag(tasks)
     subparsers.add_parser("rubrics", help="list the rubrics")
     add_meta_subparser(subparsers)
+    add_finetune_subparser(subparsers)
     return parser
 
 
@@ -64,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tasks": run_tasks,
         "rubrics": run_rubrics,
         "meta": run_meta,
+        "finetune": run_finetune,
     }
     try:
         return handlers[args.command](args)
