@@ -114,8 +114,15 @@ class HFBackend:
         text, usage = await asyncio.wrap_future(future)
         return ModelResponse(text, self.identity, usage, time.perf_counter() - started)
 
+    async def aclose(self) -> None:
+        """:meth:`close`, awaitable (``Evaluator`` calls it when a run ends)."""
+        await asyncio.to_thread(self.close)
+
     def close(self) -> None:
-        """Stop the batching thread (requests already queued are answered first)."""
+        """Stop the batching thread (requests already queued are answered first).
+
+        The model stays loaded; a later request starts the thread again.
+        """
         with self._worker_lock:
             worker, self._worker = self._worker, None
         if worker is not None:

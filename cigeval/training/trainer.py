@@ -286,6 +286,8 @@ def finetune(
     trainer = _trainer(
         modules, model, processor, rows, config, out, bf16, checkpointing, cuda, progress
     )
+    if not progress:  # without a progress bar the trainer prints each log instead
+        trainer.remove_callback(transformers.PrinterCallback)
     for callback in callbacks or []:
         trainer.add_callback(callback)
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
