@@ -52,8 +52,9 @@ def _load(loader: Any, path: str, what: str) -> Any:
         return loader.from_pretrained(path)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(
-            f"the base model {path!r} has no usable {what} ({exc}); a judge model needs a "
-            "tokenizer with a chat template and an image processor (preprocessor_config.json)"
+            f"could not load the {what} of the base model {path!r}: {exc}. A base model needs a "
+            "tokenizer with a chat template and an image processor (preprocessor_config.json); "
+            "a hub id must be in the local cache when offline"
         ) from exc
 
 

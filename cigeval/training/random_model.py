@@ -101,6 +101,7 @@ def random_tokenizer(chat_template: str = QWEN_VL_TRAINING_TEMPLATE) -> Any:
         vocab_size=300,
         special_tokens=list(SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     bpe.train_from_iterator(list(_CORPUS), trainer)
     return Qwen2Tokenizer(
