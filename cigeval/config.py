@@ -93,6 +93,12 @@ class EvalConfig(BaseModel):
         "registered tool)",
         json_schema_extra=_flag("--tools", metavar="NAMES"),
     )
+    tool_errors: Literal["fallback", "fail"] = Field(
+        "fallback",
+        description="when a tool fails on a sample: judge the sub-question without it (noted "
+        "in the sub-score and the trace), or fail the sub-question",
+        json_schema_extra=_flag("--tool-errors"),
+    )
     grounding: GroundingConfig = Field(default_factory=GroundingConfig)
     difference: DifferenceConfig = Field(default_factory=DifferenceConfig)
     image_format: Literal["PNG", "JPEG"] = Field(

@@ -25,13 +25,16 @@ def load_image(
     sample_id: str | None = None,
     base_dir: Path | None = None,
     max_pixels: int = MAX_PIXELS,
+    mask: bool = False,
 ) -> Image.Image:
     """Open ``image`` as an 8-bit RGB PIL image, or raise :class:`InputError` naming the problem.
 
     Handles EXIF rotation, palette, alpha (composited on white), 16-bit and float modes.
+    ``mask=True`` reads an edit mask instead: see :func:`mask_to_rgb` for its alpha channel.
     """
+    convert = mask_to_rgb if mask else to_rgb
     if isinstance(image, Image.Image):
-        return _check_size(to_rgb(image), role, sample_id, max_pixels)
+        return _check_size(convert(image), role, sample_id, max_pixels)
     path = Path(image)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
@@ -65,7 +68,7 @@ def load_image(
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         message = f"{role} image is corrupt or not an image: {path} ({exc})"
         raise InputError(message, sample_id) from None
-    rgb = to_rgb(loaded)
+    rgb = convert(loaded)
     mime = _PASSTHROUGH_MIME.get(file_format or "")
     if mime is not None and original_mode == "RGB" and not rotated:
         # The file already is what a model accepts: send its bytes instead of re-encoding.
@@ -106,6 +109,25 @@ def to_rgb(image: Image.Image) -> Image.Image:
         background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(background, rgba).convert("RGB")
     return image.convert("RGB")
+
+
+def mask_to_rgb(image: Image.Image) -> Image.Image:
+    """An edit mask as a black-and-white RGB image: white = the region to edit.
+
+    A mask with transparency marks the edit region by its alpha channel: opaque pixels
+    (alpha > 127) are the region, transparent ones the background, whatever their colour.
+    (Compositing such a mask on white, as :func:`to_rgb` does, would turn it all white: "edit
+    everywhere".) A mask whose alpha is the same everywhere is read from its colours alone.
+    """
+    if image.mode == "P" and "transparency" in image.info:
+        image = image.convert("RGBA")
+    if image.mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+        alpha = np.asarray(image.convert("RGBA").getchannel("A"))
+        if alpha.min() != alpha.max():
+            region = np.where(alpha > 127, 255, 0).astype(np.uint8)
+            return Image.fromarray(region, mode="L").convert("RGB")
+        return image.convert("RGB")  # uniform alpha: the colours carry the mask
+    return to_rgb(image)
 
 
 def load_mask(image: Image.Image) -> np.ndarray:

@@ -3,7 +3,8 @@
 Two words use them, each for one job:
 
 - *aggregate*: a sample's sub-scores into its score (:func:`aggregate`, rules
-  :data:`AGGREGATE_RULES`; the paper's rule is ``min``);
+  :data:`AGGREGATE_RULES`; the paper's rule is ``min``, and ``min_tiebreak_mean`` is ``min``
+  with its ties broken, see :func:`min_tiebreak_mean`);
 - *combine*: several judges' scores of one thing into one (:func:`combine`, rules
   :data:`COMBINE_RULES`), in ensembles and in the meta-evaluation.
 
@@ -21,8 +22,11 @@ from typing import Literal
 from cigeval.errors import ConfigError
 
 #: Rules that turn a sample's sub-scores into its score.
-Aggregate = Literal["min", "mean", "median", "max"]
-AGGREGATE_RULES: tuple[str, ...] = ("min", "mean", "median", "max")
+Aggregate = Literal["min", "mean", "median", "max", "min_tiebreak_mean"]
+AGGREGATE_RULES: tuple[str, ...] = ("min", "mean", "median", "max", "min_tiebreak_mean")
+#: Weight of the tie-break in :func:`min_tiebreak_mean`: small enough that a gap of 10 points
+#: (the whole 0-10 scale) adds 0.1, less than any two distinct one-decimal minimums differ.
+TIEBREAK_WEIGHT = 0.01
 #: Rules that turn several judgments of one thing into one.
 CombineRule = Literal["mean", "median", "trimmed_mean", "min", "max", "majority"]
 COMBINE_RULES: tuple[str, ...] = ("mean", "median", "trimmed_mean", "min", "max", "majority")
@@ -57,6 +61,28 @@ def majority(values: Sequence[float], grid: float = 1.0) -> float:
     centre = statistics.median(snapped)
     tied = [v for v, c in counts.items() if c == best]
     return float(min(tied, key=lambda v: (abs(v - centre), v)))
+
+
+def min_tiebreak_mean(values: Sequence[float]) -> float:
+    """The minimum, with ties broken by the mean of the other values.
+
+    value = min + :data:`TIEBREAK_WEIGHT` * (mean of the others - min), where "the others" are
+    the values without one occurrence of the minimum (a single value is its own result).
+
+    The added term lies in [0, 0.01 * (max - min)], so the result stays between the minimum
+    and the maximum, on the sub-scores' own scale. On the 0-10 scale it is at most 0.1, so two
+    samples whose minimums differ by 0.1 or more are never put in the opposite order (whole,
+    half and one-decimal scores keep the order ``min`` gives them); among samples with the same
+    minimum, the one whose other sub-scores are higher on average ranks higher. A 6 with the
+    others averaging 9 gives 6.03, i.e. ``score = 0.603``: the first decimal is the minimum.
+    """
+    if len(values) == 0:
+        raise ValueError("no values to aggregate")
+    ordered = sorted(values)
+    lowest, others = ordered[0], ordered[1:]
+    if not others:
+        return float(lowest)
+    return float(lowest + TIEBREAK_WEIGHT * (sum(others) / len(others) - lowest))
 
 
 def _rule(rule: str, grid: float, trim: float) -> Callable[[Sequence[float]], float]:
@@ -97,6 +123,8 @@ def aggregate(values: Sequence[float], rule: str = "min") -> float:
         )
     if len(values) == 0:
         raise ValueError("no sub-scores to aggregate")
+    if rule == "min_tiebreak_mean":
+        return min_tiebreak_mean(values)
     return combine(values, rule)
 
 

@@ -202,15 +202,43 @@ def iter_samples_file(path: str | Path) -> Iterator[SampleLine]:
             yield SampleLine(line_number=number, sample=sample, raw=raw)
 
 
+def side_by_side_subjects(sample: Sample) -> bool:
+    """True when a multi-concept sample gives both concepts in one side-by-side image.
+
+    Benchmarks such as ImagenHub ship the two concept references of a
+    multi-concept composition as one image, first concept on the left, second on the right:
+    ``images.subject`` instead of ``images.subjects``. :func:`load_sample_images` then splits
+    it at the middle.
+    """
+    provided = sample.images.provided()
+    one_image = "subject" in provided and "subjects" not in provided
+    return sample.task == "multi_concept_ic" and one_image
+
+
+def split_side_by_side(image: Image.Image) -> tuple[Image.Image, Image.Image]:
+    """The left and right halves of ``image``, cut at ``width // 2``."""
+    middle = image.width // 2
+    if middle == 0:
+        raise ValueError(f"an image {image.width} pixel(s) wide has no two halves")
+    left = image.crop((0, 0, middle, image.height))
+    right = image.crop((middle, 0, image.width, image.height))
+    return left, right
+
+
 def load_sample_images(sample: Sample) -> dict[str, Image.Image]:
     """Load every image of ``sample`` by role (``subjects`` become ``subject_1``/``subject_2``,
     ``outputs`` become ``output_1``...). A side-by-side ``subject`` image of a multi-concept
-    sample also serves as ``subject_1`` and ``subject_2``. Raises InputError naming the image.
+    sample is split at the middle: its left half is ``subject_1``, its right half
+    ``subject_2`` (it stays available whole as ``subject``). A ``mask`` with transparency is
+    read by its alpha channel (:func:`cigeval.images.mask_to_rgb`). Raises InputError naming
+    the image.
     """
     loaded: dict[str, Image.Image] = {}
 
     def load(value: Any, role: str) -> Image.Image:
-        return load_image(value, role=role, sample_id=sample.id, base_dir=sample.base_dir)
+        return load_image(
+            value, role=role, sample_id=sample.id, base_dir=sample.base_dir, mask=role == "mask"
+        )
 
     for role, value in sample.images.provided().items():
         if role == "subjects":
@@ -221,8 +249,11 @@ def load_sample_images(sample: Sample) -> dict[str, Image.Image]:
                 loaded[f"output_{index}"] = load(item, f"outputs[{index - 1}]")
         else:
             loaded[role] = load(value, role)
-    if sample.task == "multi_concept_ic" and "subject" in loaded and "subject_1" not in loaded:
-        loaded["subject_1"] = loaded["subject_2"] = loaded["subject"]
+    if side_by_side_subjects(sample):
+        try:
+            loaded["subject_1"], loaded["subject_2"] = split_side_by_side(loaded["subject"])
+        except ValueError as exc:
+            raise InputError(f"images.subject (side by side): {exc}", sample.id) from None
     if "mask" in loaded and "source" in loaded and loaded["mask"].size != loaded["source"].size:
         # A mask of another size is resized to the source, the only sensible conversion.
         loaded["mask"] = loaded["mask"].resize(loaded["source"].size, Image.Resampling.NEAREST)

@@ -9,9 +9,10 @@ from PIL import Image
 
 from cigeval.config import EvalConfig
 from cigeval.images import EncodedImage
-from cigeval.sample import Sample
+from cigeval.sample import Sample, side_by_side_subjects
 from cigeval.session import JudgeSession
 from cigeval.tasks import TaskSpec, get_task
+from cigeval.tasks.labels import SIDE_BY_SIDE_LABELS
 from cigeval.trace import Trace
 
 if TYPE_CHECKING:
@@ -38,6 +39,18 @@ class SampleRun:
     def task(self) -> TaskSpec:
         """The sample's task specification."""
         return get_task(self.sample.task)
+
+    @property
+    def side_by_side(self) -> bool:
+        """True when the two concept references are the halves of one side-by-side image."""
+        return side_by_side_subjects(self.sample)
+
+    def role_label(self, role: str) -> str:
+        """How an image role is described to the judge for this sample (the halves of a
+        side-by-side reference say which half they are)."""
+        if self.side_by_side and role in SIDE_BY_SIDE_LABELS:
+            return SIDE_BY_SIDE_LABELS[role]
+        return self.task.role_label(role)
 
     def encode(self, image: Image.Image) -> EncodedImage:
         """The image encoded for the model, computed once per image object."""

@@ -10,8 +10,28 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from cigeval.trace import Trace
 
 
+class ToolStep(BaseModel):
+    """One tool run of a sub-question: which tool, on what query, and what it returned."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    round: int = Field(description="The thought/action/observation round (1 = the planned tool).")
+    tool: str
+    query: str | None = None
+    output: str | None = Field(None, description="The observation shown to the judge.")
+    thought: str = Field("", description="Why the tool was asked for.")
+    error: str | None = Field(None, description="Why the tool failed (then nothing was shown).")
+    image_ids: dict[str, str] = Field(
+        default_factory=dict, description="The tool's images shown to the judge: role -> sha256."
+    )
+
+
 class SubScore(BaseModel):
-    """The judgement of one sub-question."""
+    """The judgement of one sub-question.
+
+    ``tool``, ``tool_query`` and ``tool_output`` describe the last tool whose output the judge
+    saw (None when it judged without one); ``tool_steps`` lists every tool run, in order.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -22,9 +42,17 @@ class SubScore(BaseModel):
     )
     scale: tuple[float, float] = Field((0, 10), description="Lowest and highest possible score.")
     reasoning: str = ""
-    tool: str | None = Field(None, description="Tool used, or None.")
+    tool: str | None = Field(None, description="Tool used (the last one), or None.")
     tool_query: str | None = None
     tool_output: str | None = Field(None, description="The observation shown to the judge.")
+    tool_steps: list[ToolStep] = Field(
+        default_factory=list, description="Every tool run of the sub-question, in order."
+    )
+    note: str | None = Field(
+        None,
+        description="How the judging departed from the plan, e.g. a tool that was unknown or "
+        "failed, so the sub-question was judged without it.",
+    )
     error: str | None = None
     judgments: list[float] | None = Field(
         None, description="Individual scores when several judges were combined."

@@ -44,12 +44,15 @@ class JudgeSession:
         messages: Sequence[Message],
         question_id: str | None = None,
         attempt: int = 1,
+        round: int = 1,
     ) -> str:
         """Send ``messages`` once and return the reply text (recorded in the trace)."""
         response = await self.backend.complete(ModelRequest(tuple(messages), self.settings))
         self.calls += 1
         self.usage = self.usage + response.usage
-        self.trace.add(ModelCallEvent.build(purpose, messages, response, attempt, question_id))
+        self.trace.add(
+            ModelCallEvent.build(purpose, messages, response, attempt, question_id, round)
+        )
         return response.text
 
     async def ask(
@@ -58,12 +61,17 @@ class JudgeSession:
         messages: Sequence[Message],
         parse: Callable[[str], T],
         question_id: str | None = None,
+        round: int = 1,
     ) -> T:
-        """Send, parse, re-ask on :class:`ParseError`; raise ParseError when attempts run out."""
+        """Send, parse, re-ask on :class:`ParseError`; raise ParseError when attempts run out.
+
+        The ParseError raised at the end carries the last reply (``reply``), so a caller can
+        still salvage what it holds.
+        """
         conversation = list(messages)
         last_error: ParseError | None = None
         for attempt in range(1, self.max_parse_retries + 2):
-            reply = await self.call(purpose, conversation, question_id, attempt)
+            reply = await self.call(purpose, conversation, question_id, attempt, round)
             try:
                 return parse(reply)
             except ParseError as exc:

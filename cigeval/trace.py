@@ -102,6 +102,7 @@ class ModelCallEvent(_Event):
     type: Literal["model_call"] = "model_call"
     purpose: str = Field(description="plan, judge, scene_graph, rubric, ...")
     attempt: int = Field(1, description="1 for the first ask, 2+ for re-asks after a parse error.")
+    round: int = Field(1, description="The sub-question's thought/action/observation round.")
     model: str
     messages: list[MessageRecord]
     reply: str
@@ -118,11 +119,13 @@ class ModelCallEvent(_Event):
         response: ModelResponse,
         attempt: int = 1,
         question_id: str | None = None,
+        round: int = 1,
     ) -> ModelCallEvent:
         """Build the event from the request messages and the backend response."""
         return cls(
             purpose=purpose,
             attempt=attempt,
+            round=round,
             question_id=question_id,
             model=response.model,
             messages=[MessageRecord.from_message(m) for m in messages],
@@ -139,6 +142,7 @@ class ThoughtEvent(_Event):
 
     type: Literal["thought"] = "thought"
     text: str
+    round: int = Field(1, description="The round the thought leads into.")
 
 
 class ActionEvent(_Event):
@@ -147,6 +151,7 @@ class ActionEvent(_Event):
     type: Literal["action"] = "action"
     tool: str | None
     query: str | None = None
+    round: int = Field(1, description="The sub-question's thought/action/observation round.")
 
 
 class ObservationEvent(_Event):
@@ -155,6 +160,7 @@ class ObservationEvent(_Event):
     type: Literal["observation"] = "observation"
     tool: str
     text: str
+    round: int = Field(1, description="The sub-question's thought/action/observation round.")
     highlighted: bool = False
     boxes: dict[str, list[list[float]]] = Field(default_factory=dict)
     data: dict[str, Any] = Field(default_factory=dict)

@@ -44,6 +44,7 @@ def test_every_task_one_plan_and_one_judge_call_per_sub_question(seven, task):
         "edit_success": 4,
         "over_editing": 6,
         "subject_similarity": 5,
+        "concept_similarity": 6,
         "background_preservation": 8,
         "control_following": 3,
     }
@@ -178,8 +179,9 @@ def test_more_rounds_when_the_judge_asks_for_another_tool(seven):
     assert score.status == "ok" and score.value == pytest.approx(0.5)
     assert Counter.runs == 1
     assert score.sub_scores[0].tool == "Counter"
-    assert "run 1" in request_text(backend.requests[-1])
-    assert "another tool would settle it" not in request_text(backend.requests[-1])
+    last_turn = backend.requests[-1].messages[-1].text_content()
+    assert "run 1" in last_turn and "Round 2 of 2" in last_turn
+    assert "another tool would settle it" not in last_turn  # no rounds left to ask for
 
 
 def test_missing_image_and_missing_field_are_named_errors(tmp_path: Path):

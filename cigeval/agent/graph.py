@@ -4,6 +4,13 @@ Outer graph:   START -> plan -> (one ``answer`` branch per sub-question, in para
 ``answer`` is a subgraph running the thought/action/observation loop of one sub-question:
                START -> act (run the chosen tool) -> judge -> END, or back to act when the
                judge asks for another tool and rounds remain (``EvalConfig.max_rounds``).
+Each later round continues the sub-question's conversation (every earlier request, reply and
+observation), and the sub-score lists every tool run in ``tool_steps``.
+A plan entry that cannot be used (after the re-asks) and a tool that fails on the sample
+(``EvalConfig.tool_errors="fallback"``) never fail the sample: the sub-question is judged
+without the tool, and the sub-score's ``note`` and an ``error`` trace event (stage
+``fallback``) say why. A missing dependency or an unloadable model is a setup error and
+always fails.
 The per-sample objects (images, judge session, tools) travel in the graph's runtime context,
 the graph state holds only the plan and the results.
 """
@@ -19,15 +26,24 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from cigeval.agent.judging import Judgement, ToolRequest, build_judge_messages, parse_judge_reply
+from cigeval.agent.judging import (
+    Judgement,
+    ToolRequest,
+    build_judge_messages,
+    build_round_message,
+    parse_judge_reply,
+)
 from cigeval.agent.plan import PlanItem, build_plan_messages, parse_plan
-from cigeval.errors import CigevalError
+from cigeval.errors import CigevalError, ConfigError, MissingDependency, ParseError, ToolError
 from cigeval.messages import Message
 from cigeval.sample_run import SampleRun
-from cigeval.score import SubScore
+from cigeval.score import SubScore, ToolStep
 from cigeval.tasks import TaskSpec
 from cigeval.tools import Tool, ToolContext, ToolResult, get_tool
 from cigeval.trace import ActionEvent, ErrorEvent, JudgementEvent, ObservationEvent, ThoughtEvent
+
+#: The trace stage of the events saying a sub-question was judged without its tool.
+FALLBACK = "fallback"
 
 
 @dataclass
@@ -52,52 +68,89 @@ class AgentState(TypedDict, total=False):
 
 
 class QuestionState(TypedDict, total=False):
-    """State of one sub-question's loop."""
+    """State of one sub-question's loop.
+
+    ``item`` is this round's action; ``result`` what its tool returned (None: no tool ran);
+    ``conversation`` every message of the earlier rounds, the judge's replies included;
+    ``request`` the judge's reply that asked for this round; ``steps`` the tool runs so far;
+    ``notes`` why the judging departed from the plan; ``last_result`` the latest tool output;
+    ``failure`` why this round's tool gave no result.
+    """
 
     index: int
     item: PlanItem
     round: int
     result: ToolResult | None
+    conversation: list[Message]
+    request: ToolRequest | None
+    steps: list[ToolStep]
+    notes: list[str]
+    last_result: ToolResult | None
+    failure: str | None
     sub_scores: Annotated[list[SubScore], operator.add]
 
 
 async def plan_node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """One tool-selection call per sample (skipped when no tool is offered)."""
+    """One tool-selection call per sample (skipped when no tool is offered).
+
+    After the re-asks, what can be read of the last reply is kept; the other sub-questions
+    are judged without a tool (noted).
+    """
     ctx = runtime.context
     questions = ctx.spec.sub_questions
     if not ctx.tools:
         return {"plan": {q.id: PlanItem(q.id, None) for q in questions}}
     messages = build_plan_messages(ctx.run, ctx.spec, ctx.tools)
-    plan = await ctx.run.judge.ask(
-        "plan", messages, lambda text: parse_plan(text, questions, ctx.tools)
-    )
+    try:
+        plan = await ctx.run.judge.ask(
+            "plan", messages, lambda text: parse_plan(text, questions, ctx.tools)
+        )
+    except ParseError as exc:
+        plan = parse_plan(exc.reply or "", questions, ctx.tools, strict=False)
     for item in plan.values():
         if item.reasoning:
             ctx.run.trace.add(ThoughtEvent(text=item.reasoning, question_id=item.question_id))
+        if item.note:
+            ctx.run.trace.add(
+                ErrorEvent(stage=FALLBACK, message=item.note, question_id=item.question_id)
+            )
     return {"plan": plan}
 
 
 def fan_out(state: AgentState, runtime: Runtime[AgentContext]) -> list[Send]:
     """One ``answer`` branch per sub-question, each with its planned tool."""
     questions = runtime.context.spec.sub_questions
-    return [
-        Send("answer", {"index": i, "item": state["plan"][q.id], "round": 1, "result": None})
-        for i, q in enumerate(questions)
-    ]
+    sends = []
+    for index, question in enumerate(questions):
+        item = state["plan"][question.id]
+        start: QuestionState = {
+            "index": index,
+            "item": item,
+            "round": 1,
+            "result": None,
+            "conversation": [],
+            "request": None,
+            "steps": [],
+            "notes": [item.note] if item.note else [],
+        }
+        sends.append(Send("answer", start))
+    return sends
 
 
 async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Run the chosen tool (if any) and record the action and the observation."""
+    """Run the chosen tool (if any) and record the action, the observation and the step."""
     ctx = runtime.context
     question = ctx.spec.sub_questions[state["index"]]
-    item = state["item"]
+    item, round_number = state["item"], state["round"]
     run = ctx.run
-    run.trace.add(ActionEvent(tool=item.tool, query=item.query, question_id=question.id))
+    run.trace.add(
+        ActionEvent(tool=item.tool, query=item.query, question_id=question.id, round=round_number)
+    )
     if item.tool is None:
-        return {"result": None}
+        return {"result": None, "failure": None}
 
     async def call_model(purpose: str, messages: list[Message]) -> str:
-        return await run.judge.call(purpose, messages, question.id)
+        return await run.judge.call(purpose, messages, question.id, round=round_number)
 
     tool_ctx = ToolContext(
         sample=run.sample,
@@ -110,10 +163,29 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
         memo=run.memo,
         cache=run.tool_cache,
     )
-    result = await get_tool(item.tool).run(tool_ctx)
+    step = ToolStep(round=round_number, tool=item.tool, query=item.query, thought=item.reasoning)
+    try:
+        result = await get_tool(item.tool).run(tool_ctx)
+    except (MissingDependency, ConfigError):
+        raise  # a setup problem: the same for every sample, never hidden
+    except Exception as exc:
+        failure = f"the {item.tool} tool failed: {type(exc).__name__}: {exc}"
+        if run.config.tool_errors == "fail":
+            if isinstance(exc, CigevalError):
+                raise
+            raise ToolError(failure) from exc
+        note = f"{failure}; judged without it"
+        run.trace.add(ErrorEvent(stage=FALLBACK, message=note, question_id=question.id))
+        return {
+            "result": None,
+            "failure": failure,
+            "steps": [*state["steps"], step.model_copy(update={"error": failure})],
+            "notes": [*state["notes"], note],
+        }
     run.trace.add(
         ObservationEvent(
             question_id=question.id,
+            round=round_number,
             tool=result.tool,
             text=result.text,
             highlighted=result.highlighted,
@@ -121,45 +193,102 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
             data=result.data,
         )
     )
-    return {"result": result}
+    used_query = item.query or _str_or_none(result.data.get("query"))
+    step = step.model_copy(
+        update={
+            "tool": result.tool,
+            "query": used_query,
+            "output": result.text,
+            "image_ids": {role: run.encode(img).sha256 for role, img in result.images.items()},
+        }
+    )
+    return {
+        "result": result,
+        "failure": None,
+        "steps": [*state["steps"], step],
+        "last_result": result,
+    }
+
+
+def _str_or_none(value: Any) -> str | None:
+    return str(value) if value else None
 
 
 async def judge_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Score the sub-question from the images and the tool output, or ask for another round."""
     ctx = runtime.context
+    run = ctx.run
     question = ctx.spec.sub_questions[state["index"]]
-    item, result = state["item"], state.get("result")
-    can_request = bool(ctx.tools) and state["round"] < ctx.run.config.max_rounds
-    messages = build_judge_messages(ctx.run, question, result, can_request, ctx.tool_names)
-    reply = await ctx.run.judge.ask(
-        "judge",
-        messages,
-        lambda text: parse_judge_reply(text, can_request, ctx.tool_names),
-        question_id=question.id,
-    )
+    result, round_number = state.get("result"), state["round"]
+    names = ctx.tool_names
+    can_request = bool(ctx.tools) and round_number < run.config.max_rounds
+    if round_number == 1:
+        messages = build_judge_messages(run, question, result, can_request, names)
+    else:
+        request = state.get("request")
+        assert request is not None
+        failure = state.get("failure")
+        turn = build_round_message(
+            run, question, request, result, round_number, can_request, names, failure
+        )
+        messages = [*state["conversation"], turn]
+    accepted: list[str] = []
+
+    def parse(text: str) -> Judgement | ToolRequest:
+        parsed = parse_judge_reply(text, can_request, names)
+        accepted.append(text)
+        return parsed
+
+    try:
+        reply = await run.judge.ask(
+            "judge", messages, parse, question_id=question.id, round=round_number
+        )
+    except ParseError as exc:
+        if not can_request or exc.reply is None:
+            raise
+        # Only a request for a tool that is not offered is salvaged; anything else fails.
+        try:
+            reply = parse_judge_reply(exc.reply, can_request, names, strict=False)
+        except ParseError:
+            raise exc from None
+        accepted.append(exc.reply)
+    notes = list(state["notes"])
     if isinstance(reply, ToolRequest):
-        ctx.run.trace.add(ThoughtEvent(text=reply.thought, question_id=question.id))
-        next_item = PlanItem(question.id, reply.tool, reply.query, reply.thought)
-        return {"item": next_item, "round": state["round"] + 1}
+        run.trace.add(
+            ThoughtEvent(text=reply.thought, question_id=question.id, round=round_number + 1)
+        )
+        if reply.note:
+            notes.append(f"round {round_number + 1}: {reply.note}; no tool ran")
+            run.trace.add(ErrorEvent(stage=FALLBACK, message=notes[-1], question_id=question.id))
+        return {
+            "item": PlanItem(question.id, reply.tool, reply.query, reply.thought),
+            "round": round_number + 1,
+            "conversation": [*messages, Message.text("assistant", accepted[-1])],
+            "request": reply,
+            "notes": notes,
+        }
     assert isinstance(reply, Judgement)
-    ctx.run.trace.add(
+    run.trace.add(
         JudgementEvent(score=reply.score, reasoning=reply.reasoning, question_id=question.id)
     )
+    steps = state["steps"]
+    last = next((s for s in reversed(steps) if s.error is None), None)
     sub = SubScore(
         question_id=question.id,
         question=question.question,
         score=reply.score,
         reasoning=reply.reasoning,
-        tool=item.tool,
-        tool_query=item.query,
-        tool_output=result.text if result is not None else None,
+        tool=last.tool if last is not None else None,
+        tool_query=last.query if last is not None else None,
+        tool_output=last.output if last is not None else None,
+        tool_steps=steps,
+        note="; ".join(notes) or None,
     )
-    if result is not None:
-        sub._tool_images.update(result.images)
-        sub.tool_image_ids = {
-            role: ctx.run.encode(img).sha256 for role, img in result.images.items()
-        }
-    return {"sub_scores": [sub], "round": state["round"]}
+    shown = state.get("last_result")
+    if last is not None and shown is not None:
+        sub.tool_image_ids = dict(last.image_ids)
+        sub._tool_images.update(shown.images)
+    return {"sub_scores": [sub], "round": round_number}
 
 
 def after_judge(state: QuestionState) -> str:

@@ -1,4 +1,10 @@
-"""Tool selection: one planning call per sample, parsed and matched by task_id."""
+"""Tool selection: one planning call per sample, parsed and matched by task_id.
+
+The planner may name a tool by any spelling or by the official code's names (Highlight,
+MaskFocus, SceneGraph). An unusable plan is re-asked; once the re-asks are spent, what can be
+read of the last reply is kept, and every sub-question whose entry is missing or names a tool
+that is not offered is judged without a tool, with a note saying why.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from cigeval.sample_run import SampleRun
 from cigeval.tasks import SubQuestion, TaskSpec
 from cigeval.tasks.labels import condition_label
 from cigeval.tools import Tool
+from cigeval.tools.registry import match_offered_tool, why_not_offered
 
 #: Text fields the planner is shown, in this order (a task's own fields follow).
 _PLAN_FIELDS = ("prompt", "instruction", "subject", "control_type")
@@ -28,6 +35,8 @@ class PlanItem:
     tool: str | None
     query: str | None = None
     reasoning: str = ""
+    #: Why the question has no tool although the plan meant one (unknown tool, no entry).
+    note: str | None = None
 
 
 def task_ids(questions: tuple[SubQuestion, ...]) -> dict[str, SubQuestion]:
@@ -62,10 +71,14 @@ def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> li
     )
     roles: list[str] = []
     for q in spec.sub_questions:
-        roles.extend(r for r in q.image_roles if r not in roles and r in run.images)
+        for role in q.image_roles:
+            if run.side_by_side and role in ("subject_1", "subject_2"):
+                role = "subject"  # the planner sees the side-by-side image whole, as in the paper
+            if role not in roles and role in run.images:
+                roles.append(role)
     parts: list[TextPart | ImagePart] = [TextPart(text)]
     for role in roles:
-        parts.append(TextPart(f"[{role}] {spec.role_label(role)}:"))
+        parts.append(TextPart(f"[{role}] {run.role_label(role)}:"))
         parts.append(ImagePart(run.encode(run.images[role]), role))
     return [Message("user", tuple(parts))]
 
@@ -84,44 +97,73 @@ def _match_task_id(raw: Any, ids: dict[str, SubQuestion]) -> str:
 
 
 def parse_plan(
-    text: str, questions: tuple[SubQuestion, ...], tools: list[Tool]
+    text: str, questions: tuple[SubQuestion, ...], tools: list[Tool], *, strict: bool = True
 ) -> dict[str, PlanItem]:
     """Parse the planner's JSON list into one PlanItem per sub-question id.
 
-    Entries are matched by ``task_id``, never by position. Every question needs exactly one
-    entry; unknown tools and task ids are errors (the model is re-asked).
+    Entries are matched by ``task_id``, never by position. Strict (the default): every
+    question needs exactly one entry, and an unknown task id or a tool that is not offered
+    raises :class:`ParseError`, so the model is re-asked. Not strict (after the re-asks):
+    whatever entries are usable are kept and every other question gets no tool and a note.
     """
-    data = extract_json(text, None)
-    if isinstance(data, dict):
-        lists = [v for v in data.values() if isinstance(v, list)]
-        data = lists[0] if len(lists) == 1 else [data]
-    if not isinstance(data, list):
-        raise ParseError("expected a JSON list with one object per question", reply=text)
     ids = task_ids(questions)
-    by_name = {normalize_name(t.name): t.name for t in tools}
+    offered = [t.name for t in tools]
     plan: dict[str, PlanItem] = {}
+    problems: dict[str, str] = {}
+
+    def problem(message: str, tid: str | None = None) -> None:
+        if strict:
+            raise ParseError(message, reply=text)
+        if tid is not None:
+            problems.setdefault(ids[tid].id, message)
+
+    try:
+        data = extract_json(text, None)
+    except ParseError as exc:
+        if strict:
+            raise
+        data, unreadable = [], f"the plan could not be read ({exc})"
+    else:
+        unreadable = "the plan has no entry for it"
+        if isinstance(data, dict):
+            lists = [v for v in data.values() if isinstance(v, list)]
+            data = lists[0] if len(lists) == 1 else [data]
+        if not isinstance(data, list):
+            problem("expected a JSON list with one object per question")
+            data = []
     for entry in data:
         if not isinstance(entry, dict):
-            raise ParseError(f"list entries must be JSON objects, got {entry!r}", reply=text)
-        lowered = {str(k).strip().lower(): v for k, v in entry.items()}
-        if "task_id" not in lowered:
-            raise ParseError(f"an entry has no task_id: {entry!r}", reply=text)
-        tid = _match_task_id(lowered["task_id"], ids)
+            problem(f"list entries must be JSON objects, got {entry!r}")
+            continue
+        # Keys in any spelling: "task_id", "Task ID", "taskId" are one key.
+        lowered = {normalize_name(str(k)): v for k, v in entry.items()}
+        if "taskid" not in lowered:
+            problem(f"an entry has no task_id: {entry!r}")
+            continue
+        try:
+            tid = _match_task_id(lowered["taskid"], ids)
+        except ParseError as exc:
+            problem(str(exc))
+            continue
         question = ids[tid]
         if question.id in plan:
-            raise ParseError(f"task_id {tid} appears more than once", reply=text)
+            problem(f"task_id {tid} appears more than once")
+            continue
         tool_raw = lowered.get("tool")
-        tool_key = normalize_name(str(tool_raw)) if tool_raw is not None else "none"
-        used = parse_yes_no(lowered["used"]) if "used" in lowered else tool_key not in ("none", "")
+        tool_name = str(tool_raw).strip() if tool_raw is not None else ""
+        none = tool_name.lower() in ("", "none", "null")
+        try:
+            used = parse_yes_no(lowered["used"]) if "used" in lowered else not none
+        except ParseError as exc:
+            problem(f"task_id {tid}: {exc}", tid)
+            continue
         tool: str | None = None
-        if used and tool_key not in ("none", "", "null"):
-            if tool_key not in by_name:
-                raise ParseError(
-                    f"unknown tool {tool_raw!r} for task_id {tid}; choose one of "
-                    f"{', '.join(by_name.values())} or None",
-                    reply=text,
-                )
-            tool = by_name[tool_key]
+        if used and not none:
+            tool = match_offered_tool(tool_name, offered)
+            if tool is None:
+                why = why_not_offered(tool_name, offered)
+                problem(f"task_id {tid}: {why}; choose an offered tool or None", tid)
+                continue
         query = lowered.get("query")
         plan[question.id] = PlanItem(
             question_id=question.id,
@@ -130,6 +172,12 @@ def parse_plan(
             reasoning=str(lowered.get("reasoning", "")),
         )
     missing = [tid for tid, q in ids.items() if q.id not in plan]
-    if missing:
+    if missing and strict:
         raise ParseError(f"no entry for task_id {', '.join(missing)}", reply=text)
+    for tid in missing:
+        question = ids[tid]
+        reason = problems.get(question.id, unreadable)
+        plan[question.id] = PlanItem(
+            question.id, None, note=f"judged without a tool: {reason} (after the re-asks)"
+        )
     return plan

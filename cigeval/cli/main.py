@@ -1,4 +1,4 @@
-"""The ``cigeval`` command: evaluate, validate, tasks, rubrics, meta and finetune."""
+"""The ``cigeval`` command: evaluate, validate, tasks, rubrics, meta, probe and finetune."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from cigeval.cli._flags import add_tasks_file_flag, load_tasks_files
 from cigeval.cli.evaluate import add_evaluate_subparser, run_evaluate
 from cigeval.cli.finetune import add_finetune_subparser, run_finetune
 from cigeval.cli.meta import add_meta_subparser, run_meta
+from cigeval.cli.probe import add_probe_subparser, run_probe
 from cigeval.cli.validate import add_validate_subparser, run_validate
 
 
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tasks_file_flag(tasks)
     subparsers.add_parser("rubrics", help="list the rubrics")
     add_meta_subparser(subparsers)
+    add_probe_subparser(subparsers)
     add_finetune_subparser(subparsers)
     return parser
 
@@ -66,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tasks": run_tasks,
         "rubrics": run_rubrics,
         "meta": run_meta,
+        "probe": run_probe,
         "finetune": run_finetune,
     }
     try:

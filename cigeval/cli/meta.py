@@ -14,7 +14,7 @@ from typing import Any
 
 from cigeval.cli._common import EXIT_SAMPLE_ERRORS
 from cigeval.errors import CigevalError, InputError
-from cigeval.rules import COMBINE_RULES
+from cigeval.rules import AGGREGATE_RULES, COMBINE_RULES
 
 #: The choices of the meta flags (kept here so building the parser imports no pandas).
 DIMENSIONS = ("SC", "PQ", "O")
@@ -56,6 +56,13 @@ def _add_imagenhub(commands: Any) -> None:
         "--format",
         choices=("cigeval", "viescore"),
         help="format of every --scores file (default: .tsv -> viescore, else cigeval)",
+    )
+    p.add_argument(
+        "--list-aggregate",
+        choices=AGGREGATE_RULES,
+        metavar="RULE",
+        help="VIEScore-style tables: how each score list becomes the image's score "
+        f"(default min, VIEScore's rule; one of {', '.join(AGGREGATE_RULES)})",
     )
     p.add_argument("--dimension", choices=DIMENSIONS, default="SC")
     p.add_argument(
@@ -299,7 +306,7 @@ def _run_imagenhub(args: argparse.Namespace) -> int:
         paths: list[Path] = args.scores
         if len(paths) > 1 and args.combine is None:
             raise InputError("several --scores need --combine RULE (e.g. --combine mean)")
-        frames = [load_scores(p, args.format, args.missing) for p in paths]
+        frames = [load_scores(p, args.format, args.missing, args.list_aggregate) for p in paths]
         names = [p.stem for p in paths]
         skipped = [
             f"{p}: {line}"
@@ -311,6 +318,8 @@ def _run_imagenhub(args: argparse.Namespace) -> int:
             label = f"{args.combine}({', '.join(names)})" if len(names) > 1 else names[0]
         else:
             scores, label = frames[0], names[0]
+        if args.list_aggregate is not None:
+            label += f" [{args.list_aggregate}]"
         result = meta_evaluate(scores, evaluator=args.label or label, **options)
         if skipped:
             result.notes.append(

@@ -19,6 +19,7 @@ import pandas as pd
 
 from cigeval.errors import InputError
 from cigeval.meta.human import DIMENSIONS, KEY
+from cigeval.rules import AGGREGATE_RULES, aggregate
 from cigeval.tasks.ids import TASK_ID_BY_IMAGENHUB_NAME
 
 ScoreFormat = Literal["cigeval", "viescore"]
@@ -43,16 +44,17 @@ def record_uid(record: Mapping[str, Any]) -> str:
     return str(record["id"])
 
 
-def viescore_cell(cell: str) -> float:
-    """The image score of one VIEScore answer: min(list) / 10 clipped to [0, 1].
+def viescore_cell(cell: str, rule: str = "min") -> float:
+    """The image score of one VIEScore answer: aggregate(list) / 10 clipped to [0, 1].
 
+    ``rule`` is one of :data:`cigeval.rules.AGGREGATE_RULES`; VIEScore's own is ``min``.
     Accepts a list (``[7, 8]``), a bare number (``9``) or quoted numbers; an empty cell or one
     without any number gives NaN (no answer stored).
     """
     numbers = [float(v) for v in _NUMBER.findall(cell)]
     if not numbers:
         return math.nan
-    return min(max(min(numbers) / 10.0, 0.0), 1.0)
+    return min(max(aggregate(numbers, rule) / 10.0, 0.0), 1.0)
 
 
 def _frame(rows: dict[str, list[Any]], missing: MissingPolicy, source: str) -> pd.DataFrame:
@@ -77,13 +79,20 @@ def _frame(rows: dict[str, list[Any]], missing: MissingPolicy, source: str) -> p
     return frame.set_index(KEY).sort_index()
 
 
-def load_viescore_tsv(path: str | Path, missing: MissingPolicy = "cell") -> pd.DataFrame:
+def load_viescore_tsv(
+    path: str | Path, missing: MissingPolicy = "cell", rule: str = "min"
+) -> pd.DataFrame:
     """Read a VIEScore-style table (columns task, model, uid, sc_score, pq_score).
 
-    Each score is min(list)/10 clipped to [0, 1]; O = sqrt(SC * PQ). With ``missing='cell'``
-    an empty cell makes only its own dimension (and O) missing; with ``'row'`` the whole image
-    counts as missing.
+    Each score is rule(list)/10 clipped to [0, 1] (``rule`` from
+    :data:`cigeval.rules.AGGREGATE_RULES`; VIEScore's is ``min``, ``min_tiebreak_mean`` breaks
+    its ties); O = sqrt(SC * PQ). With ``missing='cell'`` an empty cell makes only its own
+    dimension (and O) missing; with ``'row'`` the whole image counts as missing.
     """
+    if rule not in AGGREGATE_RULES:
+        raise InputError(
+            f"unknown list aggregate {rule!r}; use one of {', '.join(AGGREGATE_RULES)}"
+        )
     path = Path(path)
     try:
         table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
@@ -95,8 +104,8 @@ def load_viescore_tsv(path: str | Path, missing: MissingPolicy = "cell") -> pd.D
             f"{path}: not a VIEScore-style table, missing column(s) {absent} "
             f"(expected {', '.join(_VIESCORE_COLUMNS)})"
         )
-    sc = [viescore_cell(c) for c in table["sc_score"]]
-    pq = [viescore_cell(c) for c in table["pq_score"]]
+    sc = [viescore_cell(c, rule) for c in table["sc_score"]]
+    pq = [viescore_cell(c, rule) for c in table["pq_score"]]
     rows: dict[str, list[Any]] = {
         "task": [task_id(t) for t in table["task"]],
         "model": table["model"].tolist(),
@@ -178,12 +187,25 @@ def guess_format(path: str | Path) -> ScoreFormat:
 
 
 def load_scores(
-    path: str | Path, fmt: ScoreFormat | None = None, missing: MissingPolicy = "cell"
+    path: str | Path,
+    fmt: ScoreFormat | None = None,
+    missing: MissingPolicy = "cell",
+    list_aggregate: str | None = None,
 ) -> pd.DataFrame:
-    """Load one score file in the given (or guessed) format."""
+    """Load one score file in the given (or guessed) format.
+
+    ``list_aggregate`` is the rule turning each VIEScore-style score list into the image's
+    score (default ``min``). cigeval results already hold their score (the rule was chosen at
+    evaluation time with ``--aggregate``), so they take none.
+    """
     fmt = fmt or guess_format(path)
     if fmt == "viescore":
-        return load_viescore_tsv(path, missing=missing)
+        return load_viescore_tsv(path, missing=missing, rule=list_aggregate or "min")
     if fmt == "cigeval":
+        if list_aggregate is not None:
+            raise InputError(
+                f"{path}: a list aggregate applies to VIEScore-style tables only; cigeval "
+                "results carry their score (choose its rule with `cigeval evaluate --aggregate`)"
+            )
         return load_cigeval_results(path, missing=missing)
     raise InputError(f"unknown score format {fmt!r}; use 'cigeval' or 'viescore'")

@@ -153,6 +153,7 @@ def _reasked(calls: list[ModelCallEvent]) -> set[int]:
                 later.attempt == call.attempt + 1
                 and later.purpose == call.purpose
                 and later.question_id == call.question_id
+                and later.round == call.round
                 and _is_prefix(asked, _keys([(m.role, tuple(m.parts())) for m in later.messages]))
             ):
                 found.add(i)

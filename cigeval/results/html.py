@@ -58,6 +58,10 @@ def score_to_html(score: Score) -> str:
         for sub in score.sub_scores:
             value = "–" if sub.score is None else f"{sub.score:g}"
             tool = esc(sub.tool or "none") + (f" ({esc(sub.tool_query)})" if sub.tool_query else "")
+            if len(sub.tool_steps) > 1:
+                tool += f"<br>{len(sub.tool_steps)} tool runs"
+            if sub.note:
+                tool += f"<br><i>{esc(sub.note)}</i>"
             text = esc(sub.reasoning or sub.error or "")
             images = "".join(_thumbnail_tag(img, role) for role, img in sub.tool_images.items())
             parts.append(

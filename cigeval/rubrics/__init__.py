@@ -8,12 +8,13 @@ factor rubric of your own with :func:`define_rubric`, or register any object fol
 
 from cigeval.rubrics.base import Rubric
 from cigeval.rubrics.custom import define_rubric
-from cigeval.rubrics.factor_rubric import Factor, FactorRubric
+from cigeval.rubrics.factor_rubric import Factor, FactorRubric, FactorText
 from cigeval.rubrics.registry import get_rubric, register_rubric, rubric_names
 
 __all__ = [
     "Factor",
     "FactorRubric",
+    "FactorText",
     "Rubric",
     "define_rubric",
     "get_rubric",

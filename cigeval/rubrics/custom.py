@@ -23,10 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.errors import ConfigError
-from cigeval.rubrics.factor_rubric import AggregateFunction, Factor, FactorRubric
+from cigeval.rubrics.factor_rubric import (
+    MODE_ROLES,
+    AggregateFunction,
+    Factor,
+    FactorRubric,
+    FactorText,
+)
 from cigeval.rubrics.registry import register_rubric
 
-__all__ = ["AggregateFunction", "Factor", "FactorRubric", "define_rubric"]
+__all__ = ["AggregateFunction", "Factor", "FactorRubric", "FactorText", "define_rubric"]
 
 
 def define_rubric(
@@ -42,6 +48,7 @@ def define_rubric(
     mode: str = "auto",
     justification_words: tuple[int, int] | None = (15, 30),
     anchors: Mapping[str, Sequence[str]] | None = None,
+    constraints: Mapping[str, Sequence[str]] | None = None,
     register: bool = True,
     replace: bool = False,
 ) -> FactorRubric:
@@ -49,9 +56,12 @@ def define_rubric(
 
     ``factors`` maps each JSON key to a one-sentence definition, or to a :class:`Factor` or a
     dict of its fields (``definition``, ``checks``, ``high``, ``low``, ``title``) for checks and
-    score bands; or it is a list of Factors. ``anchors`` gives one label per scale
-    point for "offline" and/or "online" (the 7-point labels are the default on a 1-7 scale).
-    Other arguments are those of :class:`FactorRubric`. After registering, the rubric is
+    score bands; or it is a list of Factors. That wording serves both modes; a dict may also
+    hold ``offline`` and/or ``online``: a dict of the same four fields (or a
+    :class:`FactorText`) worded for that mode alone, e.g. relative to the ground truth.
+    ``anchors`` gives one label per scale point for "offline" and/or "online" (the 7-point
+    labels are the default on a 1-7 scale); ``constraints`` extra rules per mode. Other
+    arguments are those of :class:`FactorRubric`. After registering, the rubric is
     selected like any built-in: ``Evaluator(model, rubric=name)`` or ``--rubric name``.
     """
     if isinstance(factors, Mapping):
@@ -73,6 +83,7 @@ def define_rubric(
         justification_words=justification_words,
         template=template,
         anchors=anchors,
+        constraints=constraints,
     )
     if register:
         register_rubric(rubric, replace=replace)
@@ -83,11 +94,17 @@ def _factor(key: str, value: str | Factor | Mapping[str, Any]) -> Factor:
     if isinstance(value, Factor):
         return value
     if isinstance(value, Mapping):
-        fields: dict[str, Any] = {
-            k: tuple(v) if isinstance(v, list | tuple) else v for k, v in value.items()
-        }
+        fields = _fields(value)
         try:
+            for mode in MODE_ROLES:
+                if isinstance(fields.get(mode), Mapping):
+                    fields[mode] = FactorText(**_fields(fields[mode]))
             return Factor(key, **fields)
         except TypeError as exc:
             raise ConfigError(f"factor {key!r}: {exc}") from None
     return Factor(key=key, definition=str(value))
+
+
+def _fields(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A factor's fields from a dict, with lists (from JSON or YAML) made tuples."""
+    return {k: tuple(v) if isinstance(v, list | tuple) else v for k, v in value.items()}

@@ -6,7 +6,9 @@ The reply must be one JSON object of the form::
 
 Form is treated leniently (a fenced block, or prose around the object, is accepted), content
 strictly: every problem found is listed in one :class:`ParseError`, so the re-ask can name them
-all at once.
+all at once. ``image_id`` is the one exception: it only echoes the sample, so a wrong or absent
+``image_id`` never rejects an otherwise valid answer; the value the judge wrote is returned
+as is, for the record.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from cigeval.rubrics._shared import word_count
 class FactorReplySpec:
     """What a valid reply looks like for one request.
 
-    ``justification_words`` is the inclusive (min, max) word count, or None for no limit.
+    ``image_id`` is the id the prompt asks the judge to echo; ``justification_words`` is the
+    inclusive (min, max) word count, or None for no limit.
     """
 
     image_id: str
@@ -90,13 +93,12 @@ def parse_factor_reply(text: str, spec: FactorReplySpec) -> dict[str, Any]:
     """Validate a reply and return it as a dict, with scores as ints and texts stripped.
 
     Raises :class:`ParseError` listing every problem: a missing or extra factor, a score that is
-    not an integer or is out of range, a justification of the wrong length, a wrong
-    ``image_id`` or result key.
+    not an integer or is out of range, a justification of the wrong length, a missing result
+    key or an unexpected top-level key. The returned ``image_id`` is what the judge wrote
+    (stripped when it is a string; None when absent): it is never a reason to reject.
     """
     data = extract_json(text, dict)
-    problems = _key_problems(list(data), ["image_id", spec.result_key], "the reply")
-    if "image_id" in data and str(data["image_id"]).strip() != spec.image_id:
-        problems.append(f"image_id must be {spec.image_id!r}, got {data['image_id']!r}")
+    problems = _key_problems([k for k in data if k != "image_id"], [spec.result_key], "the reply")
     results = data.get(spec.result_key)
     if spec.result_key in data and not isinstance(results, dict):
         problems.append(f"{spec.result_key} must be an object keyed by factor name")
@@ -108,8 +110,9 @@ def parse_factor_reply(text: str, spec: FactorReplySpec) -> dict[str, Any]:
     if problems:
         raise ParseError("; ".join(problems), reply=text)
     assert isinstance(results, dict)
+    image_id = data.get("image_id")
     return {
-        "image_id": spec.image_id,
+        "image_id": image_id.strip() if isinstance(image_id, str) else image_id,
         spec.result_key: {
             name: {
                 "score": _as_integer(results[name]["score"]),

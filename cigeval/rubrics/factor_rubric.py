@@ -2,9 +2,10 @@
 
 A factor rubric shows the judge the edited image next to either a ground-truth edit
 ("offline", reference-based) or the source image ("online", reference-free), describes each
-factor, and asks for one JSON object with an integer score and a 15-30 word justification per
-factor. The reply is validated strictly (:mod:`cigeval.rubrics.factor_parsing`) and re-asked
-with the exact problem when it fails; after the last re-ask the sample is an ``error`` record.
+factor in the wording of that mode (offline: against the ground truth), and asks for one JSON
+object with an integer score and a 15-30 word justification per factor. The reply is
+validated strictly (:mod:`cigeval.rubrics.factor_parsing`) and re-asked with the exact problem
+when it fails; after the last re-ask the sample is an ``error`` record.
 The built-in factor rubrics (:mod:`cigeval.rubrics.factors`) and user rubrics
 (:func:`cigeval.rubrics.custom.define_rubric`) are all instances of this class.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +71,31 @@ AggregateFunction = Callable[[dict[str, int]], float]
 
 
 @dataclass(frozen=True)
+class FactorText:
+    """A factor's wording for one mode: what it measures, what to inspect, and the bands.
+
+    Offline (reference-based) wording states every clause against the ground truth ("as
+    realistic as in the ground truth"); online wording judges the edited image on its own
+    terms. ``checks``, ``high`` and ``low`` are bullet lists, as in :class:`Factor`.
+    """
+
+    definition: str
+    checks: tuple[str, ...] = ()
+    high: tuple[str, ...] = ()
+    low: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Factor:
     """One factor of a rubric.
 
-    ``key`` is the JSON key the judge must use; ``definition`` says what is measured, written
-    so it reads in both modes (the prompt adds "compared with the ground truth" or "judged
-    from the source image"). ``checks``, ``high`` and ``low`` are optional bullet lists:
-    what to look at, and when a score belongs in the top or bottom band.
+    ``key`` is the JSON key the judge must use; ``definition`` says what is measured.
+    ``checks``, ``high`` and ``low`` are optional bullet lists: what to look at, and when a
+    score belongs in the top or bottom band. That text serves every mode, so it should read in
+    both (the prompt says whether the standard is the ground truth or the source image).
+    ``offline`` and ``online`` optionally give a mode its own wording (a :class:`FactorText`),
+    which then replaces definition, checks and bands in that mode, e.g. reference-relative
+    bands for the offline mode.
     """
 
     key: str
@@ -85,6 +104,8 @@ class Factor:
     checks: tuple[str, ...] = ()
     high: tuple[str, ...] = ()
     low: tuple[str, ...] = ()
+    offline: FactorText | None = None
+    online: FactorText | None = None
 
     def __post_init__(self) -> None:
         if not self.key.isidentifier():
@@ -93,6 +114,17 @@ class Factor:
             )
         if not self.title:
             object.__setattr__(self, "title", self.key.replace("_", " ").title())
+        for mode in MODE_ROLES:
+            text = getattr(self, mode)
+            if text is not None and not isinstance(text, FactorText):
+                raise ConfigError(f"factor {self.key!r}: {mode} must be a FactorText")
+
+    def in_mode(self, mode: str) -> Factor:
+        """This factor as the judge sees it in ``mode``: that mode's wording, or the shared one."""
+        text = getattr(self, mode) if mode in MODE_ROLES else None
+        if text is None:
+            return replace(self, offline=None, online=None)
+        return Factor(self.key, text.definition, self.title, text.checks, text.high, text.low)
 
 
 class FactorRubric:
@@ -103,8 +135,11 @@ class FactorRubric:
     run. ``result_key`` may contain ``{mode}``. ``aggregate`` is ``"mean"`` (default),
     ``"min"``, ``"median"``, ``"max"``, a dict of factor weights (weighted mean) — all mapped to
     [0, 1] as (x - low) / (high - low) — or a function of the factor scores returning a value
-    in [0, 1] itself. ``template`` replaces the task description (Jinja text, or a Path to a
-    file); the answer format is always appended by cigeval so prompt and validator agree.
+    in [0, 1] itself (``"min_tiebreak_mean"`` and every rule of
+    :data:`cigeval.rules.AGGREGATE_RULES` work too). ``template`` replaces the task description
+    (Jinja text, or a Path to a file); the rating steps, ``constraints`` (extra rules per mode,
+    e.g. ``{"offline": ["For alignment: compare ..."]}``) and the answer format are always
+    appended by cigeval, so prompt and validator agree.
     """
 
     def __init__(
@@ -121,6 +156,7 @@ class FactorRubric:
         justification_words: tuple[int, int] | None = (15, 30),
         template: str | Path | None = None,
         anchors: Mapping[str, Sequence[str]] | None = None,
+        constraints: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         keys = [f.key for f in factors]
         if not keys or len(set(keys)) != len(keys):
@@ -137,6 +173,11 @@ class FactorRubric:
                 raise ConfigError(
                     f"anchors[{label_mode!r}] must be offline/online with {high - low + 1} labels"
                 )
+        unknown_modes = sorted(set(constraints or {}) - set(MODE_ROLES))
+        if unknown_modes:
+            raise ConfigError(
+                f"constraints are given per mode (offline, online), not {unknown_modes}"
+            )
         self.name = name
         self.factors = tuple(factors)
         self.description = description or f"Factor rubric: {', '.join(keys)} ({low}-{high})."
@@ -150,6 +191,7 @@ class FactorRubric:
             Path(template).read_text("utf-8") if isinstance(template, Path) else template
         )
         self.anchors = anchors or (LIKERT_7 if self.scale == (1, 7) else None)
+        self.constraints = {mode: tuple(rules) for mode, rules in (constraints or {}).items()}
 
     # -- inputs ---------------------------------------------------------------------------
 
@@ -195,6 +237,10 @@ class FactorRubric:
             justification_words=self.justification_words,
         )
 
+    def factors_in_mode(self, mode: str) -> tuple[Factor, ...]:
+        """The factors worded for ``mode`` (see :meth:`Factor.in_mode`)."""
+        return tuple(f.in_mode(mode) for f in self.factors)
+
     def build_messages(self, run: SampleRun, mode: str, spec: FactorReplySpec) -> list[Message]:
         """System message, then one user message: description, labelled images, answer format."""
         low, high = self.scale
@@ -203,7 +249,7 @@ class FactorRubric:
             "rubric": self.name,
             "focus": self.focus,
             "mode": mode,
-            "factors": self.factors,
+            "factors": self.factors_in_mode(mode),
             "instruction": run.sample.instruction,
             "scale_low": low,
             "scale_high": high,
@@ -231,6 +277,7 @@ class FactorRubric:
             min_words=words[0] if words else None,
             max_words=words[1] if words else None,
             factor_count=len(self.factors),
+            constraints=self.constraints.get(mode, ()),
             image_id=spec.image_id,
             skeleton=skeleton,
         )
@@ -282,6 +329,13 @@ class FactorRubric:
         results: dict[str, dict[str, Any]] = reply[spec.result_key]
         scores = {key: int(entry["score"]) for key, entry in results.items()}
         details.update(reply)
+        written_id = reply["image_id"]
+        if written_id is None or str(written_id) != spec.image_id:
+            written = "no image_id" if written_id is None else repr(written_id)
+            details["warnings"] = [
+                f"the reply gives {written} instead of the sample id {spec.image_id!r}; "
+                "accepted (image_id only echoes the sample)"
+            ]
         details["value_mapping"] = self.value_mapping()
         return Verdict(
             value=self.value(scores),
@@ -293,7 +347,7 @@ class FactorRubric:
                     scale=self.scale,
                     reasoning=results[f.key]["justification"],
                 )
-                for f in self.factors
+                for f in self.factors_in_mode(mode)
             ],
             details=details,
         )

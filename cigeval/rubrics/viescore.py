@@ -64,6 +64,16 @@ def parse_score_list(text: str, count: int) -> ListReply:
     return ListReply(tuple(scores), str(reasoning or "").strip())
 
 
+#: Which half of a side-by-side multi-concept reference each concept role is.
+_HALVES = {"subject_1": "left", "subject_2": "right"}
+
+
+def _shown_role(run: SampleRun, role: str) -> str:
+    """The role whose image is shown for ``role``: a side-by-side reference is shown whole,
+    as VIEScore does, and each concept question names its half."""
+    return "subject" if run.side_by_side and role in _HALVES else role
+
+
 def image_plan(run: SampleRun, questions: tuple[SubQuestion, ...]) -> list[str]:
     """The roles to show, in first-use order; a role whose image is another role's (a
     side-by-side multi-concept image) is shown once."""
@@ -71,6 +81,7 @@ def image_plan(run: SampleRun, questions: tuple[SubQuestion, ...]) -> list[str]:
     seen: dict[int, str] = {}
     for question in questions:
         for role in question.image_roles:
+            role = _shown_role(run, role)
             if role not in run.images:
                 raise InputError(f"viescore needs images.{role}", run.sample.id)
             key = id(run.images[role])
@@ -81,8 +92,16 @@ def image_plan(run: SampleRun, questions: tuple[SubQuestion, ...]) -> list[str]:
 
 
 def _image_number(run: SampleRun, shown: list[str], role: str) -> int:
+    role = _shown_role(run, role)
     first = next(r for r in shown if run.images[r] is run.images[role])
     return shown.index(first) + 1
+
+
+def _image_name(run: SampleRun, shown: list[str], role: str) -> str:
+    name = f"Image {_image_number(run, shown, role)}"
+    if _shown_role(run, role) != role:
+        return f"the {_HALVES[role]} half of {name}"
+    return name
 
 
 def build_sc_messages(run: SampleRun, spec: TaskSpec) -> list[Message]:
@@ -90,12 +109,11 @@ def build_sc_messages(run: SampleRun, spec: TaskSpec) -> list[Message]:
     shown = image_plan(run, spec.sub_questions)
     parts: list[TextPart | ImagePart] = []
     for number, role in enumerate(shown, start=1):
-        parts.append(TextPart(f"Image {number}: {spec.role_label(role)}"))
+        parts.append(TextPart(f"Image {number}: {run.role_label(role)}"))
         parts.append(ImagePart(run.encode(run.images[role]), role))
     questions: list[dict[str, Any]] = []
     for question in spec.sub_questions:
-        numbers = [_image_number(run, shown, r) for r in question.image_roles]
-        names = [f"Image {n}" for n in numbers]
+        names = [_image_name(run, shown, r) for r in question.image_roles]
         mapping = (
             ", ".join(f'"the {_ORDINALS[i]} image" is {name}' for i, name in enumerate(names))
             if len(names) > 1

@@ -11,8 +11,19 @@ from cigeval.tasks.registry import register_task
 from cigeval.tasks.spec import SubQuestion, TaskSpec
 
 
-def _subject(sample: Sample) -> str | None:
-    return sample.subject
+def _text(name: str) -> Callable[[Sample], str | None]:
+    def query(sample: Sample) -> str | None:
+        value = getattr(sample, name, None)
+        return str(value) if value else None
+
+    return query
+
+
+def _first_of(*queries: Callable[[Sample], str | None]) -> Callable[[Sample], str | None]:
+    def query(sample: Sample) -> str | None:
+        return next((q for q in (f(sample) for f in queries) if q), None)
+
+    return query
 
 
 def _concept(index: int) -> Callable[[Sample], str | None]:
@@ -23,6 +34,18 @@ def _concept(index: int) -> Callable[[Sample], str | None]:
     return query
 
 
+def _background(sample: Sample) -> str:
+    return "background"
+
+
+# Default Grounding queries (used when the planner names none), as the official code grounds
+# each sub-question: the whole prompt or instruction, the subject or concept name, and the
+# literal "background" for background preservation. Where the official code needs a name the
+# sample may lack (ImagenHub ships no concept names), the prompt stands in.
+_PROMPT = _text("prompt")
+_INSTRUCTION = _text("instruction")
+
+
 def _prompt_following(template: str = "prompt_following") -> SubQuestion:
     return SubQuestion(
         id="prompt_following",
@@ -30,10 +53,12 @@ def _prompt_following(template: str = "prompt_following") -> SubQuestion:
         image_roles=("output",),
         template=template,
         condition_field="prompt",
+        default_query=_PROMPT,
     )
 
 
 def _edit_pair(instruction_field: str = "instruction") -> tuple[SubQuestion, SubQuestion]:
+    instruction = _text(instruction_field)
     return (
         SubQuestion(
             id="edit_success",
@@ -41,6 +66,7 @@ def _edit_pair(instruction_field: str = "instruction") -> tuple[SubQuestion, Sub
             image_roles=("source", "output"),
             template="edit_success",
             condition_field=instruction_field,
+            default_query=instruction,
         ),
         SubQuestion(
             id="over_editing",
@@ -50,20 +76,34 @@ def _edit_pair(instruction_field: str = "instruction") -> tuple[SubQuestion, Sub
             image_roles=("source", "output"),
             template="over_editing",
             condition_field=instruction_field,
+            default_query=instruction,
         ),
     )
 
 
-def _subject_similarity(
-    role: str, qid: str, field: str, query: Callable[[Sample], str | None], what: str
-) -> SubQuestion:
+def _subject_similarity(query: Callable[[Sample], str | None]) -> SubQuestion:
     return SubQuestion(
-        id=qid,
-        question=f"Does {what} in the generated image look like its reference image?",
-        image_roles=(role, "output"),
+        id="subject_similarity",
+        question="Does the subject in the generated image look like its reference image?",
+        image_roles=("subject", "output"),
         template="subject_similarity",
-        condition_field=field,
+        condition_field="subject",
         default_query=query,
+    )
+
+
+def _concept_similarity(index: int) -> SubQuestion:
+    ordinal = ("first", "second")[index]
+    return SubQuestion(
+        id=f"concept_{index + 1}_similarity",
+        question=(
+            f"Does the {ordinal} concept in the generated image look like its reference image?"
+        ),
+        image_roles=(f"subject_{index + 1}", "output"),
+        template="concept_similarity",
+        condition_field=f"concepts[{index}]",
+        extra_conditions=("prompt",),
+        default_query=_first_of(_concept(index), _PROMPT),
     )
 
 
@@ -97,9 +137,7 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
         optional_text_fields=("subject",),
         image_roles=("subject", "output"),
         sub_questions=(
-            _subject_similarity(
-                "subject", "subject_similarity", "subject", _subject, "the subject"
-            ),
+            _subject_similarity(_first_of(_text("subject"), _PROMPT)),
             _prompt_following(),
         ),
     ),
@@ -109,14 +147,13 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
         text_fields=("subject",),
         image_roles=("source", "subject", "output"),
         sub_questions=(
-            _subject_similarity(
-                "subject", "subject_similarity", "subject", _subject, "the subject"
-            ),
+            _subject_similarity(_text("subject")),
             SubQuestion(
                 id="background_preservation",
                 question="Is the background of the source image preserved?",
                 image_roles=("source", "output"),
                 template="background_preservation",
+                default_query=_background,
             ),
         ),
     ),
@@ -126,19 +163,7 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
         text_fields=("prompt",),
         optional_text_fields=("concepts",),
         image_roles=("subjects", "output"),
-        sub_questions=(
-            _subject_similarity(
-                "subject_1", "concept_1_similarity", "concepts[0]", _concept(0), "the first concept"
-            ),
-            _subject_similarity(
-                "subject_2",
-                "concept_2_similarity",
-                "concepts[1]",
-                _concept(1),
-                "the second concept",
-            ),
-            _prompt_following(),
-        ),
+        sub_questions=(_concept_similarity(0), _concept_similarity(1), _prompt_following()),
     ),
     TaskSpec(
         id="control_guided_ig",
@@ -152,7 +177,8 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
                 question="Does the generated image follow the structure of the control image?",
                 image_roles=("control", "output"),
                 template="control_following",
-                condition_field="control_type",
+                # No condition text: the paper shows the judge only the two images here.
+                default_query=_PROMPT,
             ),
             _prompt_following(),
         ),

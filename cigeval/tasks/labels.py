@@ -13,12 +13,29 @@ ROLE_LABELS: dict[str, str] = {
     "ground_truth": "the reference (ground-truth) edit",
 }
 
+#: Labels of a multi-concept sample's reference when both concepts come in one side-by-side
+#: image (``images.subject``), which is split at the middle into ``subject_1``/``subject_2``.
+SIDE_BY_SIDE_LABELS: dict[str, str] = {
+    "subject": (
+        "the reference images of both concepts side by side (left half: the first concept; "
+        "right half: the second concept)"
+    ),
+    "subject_1": "the left half of the side-by-side reference image: the first concept",
+    "subject_2": "the right half of the side-by-side reference image: the second concept",
+}
+
+#: What the concept questions call their concept when a side-by-side sample names none.
+SIDE_BY_SIDE_CONCEPTS: tuple[str, str] = (
+    "the concept shown in the left half of the reference image",
+    "the concept shown in the right half of the reference image",
+)
+
 CONDITION_LABELS: dict[str, str] = {
     "prompt": "Text prompt",
     "instruction": "Editing instruction",
     "subject": "Subject",
-    "concepts[0]": "Concept",
-    "concepts[1]": "Concept",
+    "concepts[0]": "Subject",
+    "concepts[1]": "Subject",
     "control_type": "Control type",
 }
 

@@ -7,10 +7,30 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cigeval.errors import InputError
-from cigeval.tasks.labels import condition_label, role_label
+from cigeval.tasks.labels import SIDE_BY_SIDE_CONCEPTS, condition_label, role_label
 
 if TYPE_CHECKING:
     from cigeval.sample import Sample
+
+
+def field_text(sample: Sample, name: str) -> str | None:
+    """The value of text field ``name`` of ``sample`` (``concepts[i]``: the i-th concept).
+
+    A side-by-side multi-concept sample without concept names gets the concept described by
+    its half of the reference image ("the concept shown in the left half ...").
+    """
+    if name.startswith("concepts["):
+        from cigeval.sample import side_by_side_subjects
+
+        index = int(name[len("concepts[") : -1])
+        concepts = sample.concepts or []
+        if index < len(concepts):
+            return concepts[index]
+        if side_by_side_subjects(sample) and index < len(SIDE_BY_SIDE_CONCEPTS):
+            return SIDE_BY_SIDE_CONCEPTS[index]
+        return None
+    value = getattr(sample, name, None)
+    return None if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -21,8 +41,10 @@ class SubQuestion:
     The scoring rules shown to the judge come from ``template`` (a template name in
     ``cigeval/prompts``, replaceable with ``--prompt-dir``) or from ``rules`` (the text itself,
     as user tasks give it; Jinja, with the sample's text fields as variables).
-    ``condition_field`` is the text shown with the rules (prompt, instruction, subject, ...).
-    ``default_query`` gives the Grounding noun phrase when the planner names none.
+    ``condition_field`` is the text shown with the rules (prompt, instruction, subject, ...);
+    ``extra_conditions`` are further text fields shown after it (the multi-concept similarity
+    questions show the concept and the prompt, as the paper does).
+    ``default_query`` gives the Grounding query when the planner names none.
     """
 
     id: str
@@ -32,6 +54,7 @@ class SubQuestion:
     condition_field: str | None = None
     default_query: Callable[[Sample], str | None] | None = field(default=None, compare=False)
     rules: str | None = None
+    extra_conditions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.template is None) == (self.rules is None):
@@ -41,16 +64,20 @@ class SubQuestion:
         """The text condition shown with this question, if any."""
         if self.condition_field is None:
             return None
-        if self.condition_field.startswith("concepts["):
-            index = int(self.condition_field[len("concepts[") : -1])
-            concepts = sample.concepts or []
-            return concepts[index] if index < len(concepts) else None
-        value = getattr(sample, self.condition_field, None)
-        return None if value is None else str(value)
+        return field_text(sample, self.condition_field)
 
     def condition_label(self) -> str:
         """How the condition text is introduced to the judge, e.g. 'Editing instruction'."""
         return condition_label(self.condition_field) if self.condition_field else ""
+
+    def condition_lines(self, sample: Sample) -> list[tuple[str, str]]:
+        """Every condition shown with this question, as (label, text), in order."""
+        lines = []
+        for name in (self.condition_field, *self.extra_conditions):
+            text = field_text(sample, name) if name is not None else None
+            if name is not None and text:
+                lines.append((condition_label(name), text))
+        return lines
 
     def rules_text(self, sample: Sample, prompt_dir: str | None = None) -> str:
         """The scoring rules the judge reads for this question."""

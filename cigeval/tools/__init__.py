@@ -15,7 +15,9 @@ from cigeval.tools.base import Box, Tool, ToolCache, ToolContext, ToolResult
 # Imported here, not lazily: the function shares its name with its module.
 from cigeval.tools.highlight import highlight
 from cigeval.tools.registry import (
+    OFFICIAL_TOOL_NAMES,
     get_tool,
+    match_offered_tool,
     register_builtin_tools,
     register_tool,
     registered_tools,
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from cigeval.tools.grounding import (
         GroundingDinoDetector,
         GroundingTool,
+        best_per_phrase,
         normalize_query,
     )
     from cigeval.tools.ocr import OCRTool, read_text
@@ -52,6 +55,7 @@ _LAZY = {
     "GroundingConfig": "settings",
     "GroundingDinoDetector": "grounding",
     "GroundingTool": "grounding",
+    "best_per_phrase": "grounding",
     "normalize_query": "grounding",
     "OCRTool": "ocr",
     "read_text": "ocr",
@@ -59,6 +63,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "OFFICIAL_TOOL_NAMES",
     "Box",
     "DifferenceConfig",
     "DifferenceReport",
@@ -72,10 +77,12 @@ __all__ = [
     "ToolCache",
     "ToolContext",
     "ToolResult",
+    "best_per_phrase",
     "compare_images",
     "find_changed_regions",
     "get_tool",
     "highlight",
+    "match_offered_tool",
     "merge_boxes",
     "normalize_query",
     "read_text",

@@ -1,10 +1,12 @@
 """Pixel difference between two images as a list of changed regions (paper §3.2, Difference).
 
 Pipeline: bring the second image to the first one's size, blur both, take the per-pixel
-absolute difference, threshold it, dilate so nearby changed pixels join, take connected
-components, box them, drop tiny ones, merge boxes that overlap or touch, keep the largest.
-With a mask (mask-guided editing) changes inside and outside the mask are found separately:
-the outside ones are the over-editing evidence.
+absolute difference (largest channel, or grayscale as the official code), threshold it,
+dilate so nearby changed pixels join, take connected components, box them, drop tiny ones,
+merge boxes that overlap or touch, keep the largest. With a mask (mask-guided editing)
+changes inside and outside the mask are found separately: the outside ones are the
+over-editing evidence. ``DifferenceConfig(preset="official")`` uses the official code's
+values (blur 5, grayscale > 45, one 3x3 dilation, boxes over 0.5% of the image, the largest).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from cigeval.images import load_mask, to_rgb
 from cigeval.tools._format import box_record, fmt_box, fmt_boxes, percent
 from cigeval.tools.base import Box, ToolContext, ToolResult
 from cigeval.tools.boxes import merge_boxes, scale_box
-from cigeval.tools.highlight import DIM_FACTOR, highlight
+from cigeval.tools.highlight import DIM_FACTOR, NEARLY_WHOLE_IMAGE, coverage, highlight
 from cigeval.tools.settings import DifferenceConfig
 
 #: Labels of the boxes Difference returns (``Box.label``).
@@ -38,6 +40,8 @@ class DifferenceReport:
     pixel coordinates; ``regions_b`` holds the same regions in the second image's coordinates
     (they differ only when the resolutions differ). ``changed_fraction`` is the share of the
     first image's pixels whose difference passed the threshold (before dilation).
+    ``regions_found`` (and ``inside_found`` / ``outside_found``) count every region found,
+    before ``max_regions`` kept only the largest.
     """
 
     size_a: tuple[int, int]
@@ -49,6 +53,9 @@ class DifferenceReport:
     inside_mask: list[Box] = field(default_factory=list)
     outside_mask: list[Box] = field(default_factory=list)
     changed_fraction_outside_mask: float | None = None
+    regions_found: int = 0
+    inside_found: int = 0
+    outside_found: int = 0
 
     @property
     def scale(self) -> tuple[float, float]:
@@ -85,17 +92,22 @@ def _changed_pixels(a: np.ndarray, b: np.ndarray, config: DifferenceConfig) -> n
     if kernel > 1:
         a = cv2.GaussianBlur(a, (kernel, kernel), 0)
         b = cv2.GaussianBlur(b, (kernel, kernel), 0)
-    # The largest per-channel difference, not a grayscale one: a colour swap of equal
-    # luminance (red car -> green car) is invisible in grayscale.
-    diff = cv2.absdiff(a, b).max(axis=2)
+    absolute = cv2.absdiff(a, b)
+    if config.measure == "gray":
+        diff = cv2.cvtColor(absolute, cv2.COLOR_RGB2GRAY)  # as the official code
+    else:
+        # The largest per-channel difference: grayscale weights would shrink a change that
+        # lies mostly in one channel (blue counts 0.11) below the threshold.
+        diff = absolute.max(axis=2)
     return np.asarray(diff > config.threshold)
 
 
-def _regions(changed: np.ndarray, config: DifferenceConfig, label: str) -> list[Box]:
+def _regions(changed: np.ndarray, config: DifferenceConfig, label: str) -> tuple[list[Box], int]:
+    """The largest ``config.max_regions`` changed regions, and how many were found in all."""
     import cv2  # OpenCV loads on first use, keeping `import cigeval` light
 
     if not changed.any():
-        return []
+        return [], 0
     joined: np.ndarray = changed.astype(np.uint8)
     if config.dilation > 1:
         joined = cv2.dilate(joined, np.ones((config.dilation, config.dilation), np.uint8))
@@ -112,15 +124,18 @@ def _regions(changed: np.ndarray, config: DifferenceConfig, label: str) -> list[
     np.minimum.at(y0, component, ys)
     np.maximum.at(x1, component, xs)
     np.maximum.at(y1, component, ys)
-    min_pixels = config.min_area_fraction * changed.size
-    boxes = [
-        Box(float(x0[c]), float(y0[c]), float(x1[c] + 1), float(y1[c] + 1), label=label)
-        for c in range(1, count)
-        if pixels[c] > 0 and pixels[c] >= min_pixels
-    ]
+    min_area = config.min_area_fraction * changed.size
+    boxes = []
+    for c in range(1, count):
+        if pixels[c] == 0:
+            continue
+        box = Box(float(x0[c]), float(y0[c]), float(x1[c] + 1), float(y1[c] + 1), label=label)
+        size = box.area if config.area_of == "box" else pixels[c]
+        if size >= min_area:
+            boxes.append(box)
     merged = merge_boxes(boxes)
     merged.sort(key=lambda b: b.area, reverse=True)
-    return merged[: config.max_regions]
+    return merged[: config.max_regions], len(merged)
 
 
 def compare_images(
@@ -151,7 +166,7 @@ def compare_images(
     report = DifferenceReport(size_a=rgb_a.size, size_b=rgb_b.size)
     report.changed_fraction = float(changed.mean())
     if mask is None:
-        report.regions = _regions(changed, config, CHANGED)
+        report.regions, report.regions_found = _regions(changed, config, CHANGED)
     else:
         region = _as_mask(mask, width, height)
         if region.any():
@@ -167,10 +182,11 @@ def compare_images(
             grown = cv2.dilate(region.astype(np.uint8), np.ones((2 * margin + 1,) * 2, np.uint8))
             region = grown.astype(bool)
         outside = changed & ~region
-        report.inside_mask = _regions(changed & region, config, INSIDE_MASK)
-        report.outside_mask = _regions(outside, config, OUTSIDE_MASK)
+        report.inside_mask, report.inside_found = _regions(changed & region, config, INSIDE_MASK)
+        report.outside_mask, report.outside_found = _regions(outside, config, OUTSIDE_MASK)
         report.changed_fraction_outside_mask = float(outside.mean())
         report.regions = report.inside_mask + report.outside_mask
+        report.regions_found = report.inside_found + report.outside_found
     report.regions_b = [report.to_b(box) for box in report.regions]
     return report
 
@@ -228,28 +244,52 @@ class DifferenceTool:
             "roles": [role_a, role_b],
             "changed_fraction": report.changed_fraction,
             "regions": [box_record(b) for b in report.regions],
+            "regions_found": report.regions_found,
         }
         if report.mask_box is not None:
             data["mask_box"] = box_record(report.mask_box)
             data["changed_fraction_outside_mask"] = report.changed_fraction_outside_mask
-        text = _describe(report, role_a, role_b, ctx.config.difference)
-        if not report.regions:
-            return ToolResult(tool=self.name, text=text, data=data)
         marked = list(report.regions)
-        if report.mask_box is not None:
+        if report.mask_box is not None and marked:
             marked.append(report.mask_box)
         marked_b = [report.to_b(b) for b in marked]
+        covered = coverage(image_a, marked) if marked else 0.0
+        # Boxes covering nearly all of the image: dimming the rest points at nothing.
+        dim = bool(marked) and covered < NEARLY_WHOLE_IMAGE
+        data["highlight_coverage"] = covered
+        text = _describe(report, role_a, role_b, ctx.config.difference, dim, covered)
+        if not marked:
+            return ToolResult(tool=self.name, text=text, data=data)
         return ToolResult(
             tool=self.name,
             text=text,
-            images={role_a: highlight(image_a, marked), role_b: highlight(image_b, marked_b)},
+            images=(
+                {role_a: highlight(image_a, marked), role_b: highlight(image_b, marked_b)}
+                if dim
+                else {}
+            ),
             boxes={role_a: marked, role_b: marked_b},
-            highlighted=True,
+            highlighted=dim,
             data=data,
         )
 
 
-def _describe(report: DifferenceReport, role_a: str, role_b: str, config: DifferenceConfig) -> str:
+def _counted(shown: list[Box], found: int) -> str:
+    """The regions shown as a list, saying when only the largest of more are listed."""
+    listed = fmt_boxes(shown)
+    if found > len(shown):
+        return f"{listed} (showing the {len(shown)} largest of {found})"
+    return listed
+
+
+def _describe(
+    report: DifferenceReport,
+    role_a: str,
+    role_b: str,
+    config: DifferenceConfig,
+    dim: bool,
+    covered: float,
+) -> str:
     head = f"Difference between the {role_a} and the {role_b} image"
     if not report.regions:
         text = (
@@ -259,7 +299,7 @@ def _describe(report: DifferenceReport, role_a: str, role_b: str, config: Differ
         if report.mask_box is not None:
             text += f" This includes the mask region {fmt_box(report.mask_box)}."
         return text
-    count = len(report.regions)
+    count = report.regions_found
     lines = [
         f"{head}: {count} changed region{'s' if count != 1 else ''}, "
         f"{percent(report.changed_fraction)} of the image's pixels changed."
@@ -268,19 +308,20 @@ def _describe(report: DifferenceReport, role_a: str, role_b: str, config: Differ
     coords = f"{role_a} pixels" + (f" ({report.size_a[0]}x{report.size_a[1]})" if scaled else "")
     if report.mask_box is None:
         lines.append(
-            f"Changed regions as [x0, y0, x1, y1] in {coords}: {fmt_boxes(report.regions)}."
+            f"Changed regions as [x0, y0, x1, y1] in {coords}: "
+            f"{_counted(report.regions, report.regions_found)}."
         )
     else:
         lines.append(
             f"Mask region (where the edit was asked for), in {coords}: {fmt_box(report.mask_box)}."
         )
-        inside = fmt_boxes(report.inside_mask) if report.inside_mask else "none"
+        inside = _counted(report.inside_mask, report.inside_found) if report.inside_mask else "none"
         lines.append(f"Changed regions inside the mask: {inside}.")
         if report.outside_mask:
             share = percent(report.changed_fraction_outside_mask or 0.0)
             lines.append(
                 f"Changed regions OUTSIDE the mask ({share} of the image): "
-                f"{fmt_boxes(report.outside_mask)}."
+                f"{_counted(report.outside_mask, report.outside_found)}."
             )
         else:
             lines.append("No change outside the mask.")
@@ -293,9 +334,14 @@ def _describe(report: DifferenceReport, role_a: str, role_b: str, config: Differ
             lines.append(
                 f"The mask region in {role_b} pixels: {fmt_box(report.to_b(report.mask_box))}."
             )
-    lines.append(
-        "The changed regions"
-        + (" and the mask region" if report.mask_box is not None else "")
-        + f" are highlighted in both images; everything else is dimmed to 1/{DIM_FACTOR}."
-    )
+    what = "The changed regions" + (" and the mask region" if report.mask_box is not None else "")
+    if dim:
+        lines.append(
+            f"{what} are highlighted in both images; everything else is dimmed to 1/{DIM_FACTOR}."
+        )
+    else:
+        lines.append(
+            f"{what} cover {percent(covered)} of the image, nearly all of it, so nothing is "
+            "dimmed or highlighted: compare the whole images."
+        )
     return "\n".join(lines)

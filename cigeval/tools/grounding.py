@@ -16,13 +16,13 @@ from typing import Any
 
 from PIL import Image
 
-from cigeval.errors import MissingDependency, ToolError
+from cigeval.errors import ConfigError, MissingDependency, ToolError
 from cigeval.images import to_rgb
-from cigeval.tools._format import box_from_record, box_record, fmt_box, highlight_note
+from cigeval.tools._format import box_from_record, box_record, fmt_box, highlight_note, percent
 from cigeval.tools._memo import run_once
 from cigeval.tools.base import Box, ToolContext, ToolResult
 from cigeval.tools.boxes import clip_box
-from cigeval.tools.highlight import highlight
+from cigeval.tools.highlight import NEARLY_WHOLE_IMAGE, coverage, highlight
 from cigeval.tools.settings import GroundingConfig
 
 
@@ -91,7 +91,8 @@ def _load(checkpoint: str, device: str) -> _Loaded:
             model = AutoModelForZeroShotObjectDetection.from_pretrained(checkpoint)
             model = model.to(device).eval()
         except Exception as exc:
-            raise ToolError(
+            # A setup problem shared by every sample, never a per-sample tool failure.
+            raise ConfigError(
                 f"could not load the GroundingDINO checkpoint {checkpoint!r}: {exc}. Pass a "
                 "local directory path (one written by save_pretrained) or check the model "
                 "name; downloading from the Hugging Face hub needs network access."
@@ -188,12 +189,38 @@ def _clean_label(label: Any, special: set[str]) -> str:
     return " ".join(words).strip(" .") or "object"
 
 
+def best_per_phrase(boxes: list[Box]) -> list[Box]:
+    """The official code's filter: drop every box that holds a smaller detection, then keep
+    the highest-scoring box of each phrase (label). Best first."""
+    kept: list[Box] = []
+    for box in sorted(boxes, key=lambda b: b.area):
+        if not any(_holds(box, inner) for inner in kept):
+            kept.append(box)
+    best: dict[str | None, Box] = {}
+    for box in sorted(kept, key=lambda b: b.score or 0.0, reverse=True):
+        best.setdefault(box.label, box)
+    return list(best.values())
+
+
+def _holds(outer: Box, inner: Box) -> bool:
+    inside = (
+        outer.x0 <= inner.x0
+        and outer.y0 <= inner.y0
+        and inner.x1 <= outer.x1
+        and inner.y1 <= outer.y1
+    )
+    return inside and outer.area > inner.area
+
+
 class GroundingTool:
     """The Grounding tool: where is the queried object in each image of the sub-question?
 
-    The query is the planner's noun phrase (``ctx.query``), else the sub-question's default
-    query. Found boxes are highlighted; results are memoised per sample and stored in
-    ``ctx.cache`` so one image is never searched twice for the same phrase.
+    The query is the planner's (``ctx.query``), else the sub-question's default query (the
+    prompt, the instruction, the subject or concept name, or "background", as the official
+    code grounds each sub-question), else its condition text. Found boxes are highlighted
+    (but an image whose boxes cover nearly all of it is left undimmed); results are memoised
+    per sample and stored in ``ctx.cache`` so one image is never searched twice for the same
+    phrase.
     """
 
     name = "Grounding"
@@ -213,9 +240,7 @@ class GroundingTool:
 
     async def run(self, ctx: ToolContext) -> ToolResult:
         """Detect the query in every image the sub-question shows and highlight it."""
-        query = ctx.query
-        if not query and ctx.question.default_query is not None:
-            query = ctx.question.default_query(ctx.sample)
+        query = default_query(ctx)
         if not query or not query.strip():
             return ToolResult(
                 tool=self.name,
@@ -235,17 +260,23 @@ class GroundingTool:
         shown = {r: img for r, img in ctx.question_images().items() if r != "mask"}
         found: dict[str, list[Box]] = {}
         for role, image in shown.items():
-            found[role] = await self._detect(ctx, detector, image, query)
-        images = {role: highlight(shown[role], boxes) for role, boxes in found.items() if boxes}
+            boxes = await self._detect(ctx, detector, image, query)
+            if ctx.config.grounding.boxes == "best_per_phrase":
+                boxes = best_per_phrase(boxes)
+            found[role] = boxes
+        covered = {role: coverage(shown[role], boxes) for role, boxes in found.items() if boxes}
+        dimmed = [role for role, share in covered.items() if share < NEARLY_WHOLE_IMAGE]
+        images = {role: highlight(shown[role], found[role]) for role in dimmed}
         return ToolResult(
             tool=self.name,
-            text=_describe(query, found),
+            text=_describe(query, found, covered),
             images=images,
             boxes={role: boxes for role, boxes in found.items() if boxes},
             highlighted=bool(images),
             data={
                 "query": query,
                 "boxes": {role: [box_record(b) for b in boxes] for role, boxes in found.items()},
+                "highlight_coverage": covered,
             },
         )
 
@@ -267,7 +298,19 @@ class GroundingTool:
         return await run_once(ctx.memo, key, compute)
 
 
-def _describe(query: str, found: dict[str, list[Box]]) -> str:
+def default_query(ctx: ToolContext) -> str | None:
+    """The Grounding query of a sub-question: the planner's, else the sub-question's
+    default, else its condition text."""
+    if ctx.query:
+        return ctx.query
+    if ctx.question.default_query is not None:
+        query = ctx.question.default_query(ctx.sample)
+        if query:
+            return query
+    return ctx.question.condition_text(ctx.sample)
+
+
+def _describe(query: str, found: dict[str, list[Box]], covered: dict[str, float]) -> str:
     lines = [f"Grounding of {query!r}:"]
     for role, boxes in found.items():
         if not boxes:
@@ -280,5 +323,11 @@ def _describe(query: str, found: dict[str, list[Box]]) -> str:
             for b in boxes
         )
         lines.append(f"- {role} image: {len(boxes)} found, as [x0, y0, x1, y1] pixels: {listed}.")
-    lines.append(highlight_note(any(found.values()), "found regions"))
+    whole = [role for role, share in covered.items() if share >= NEARLY_WHOLE_IMAGE]
+    for role in whole:
+        lines.append(
+            f"The found regions cover {percent(covered[role])} of the {role} image, nearly all "
+            "of it, so it is shown undimmed."
+        )
+    lines.append(highlight_note(len(whole) < len(covered), "found regions"))
     return "\n".join(lines)

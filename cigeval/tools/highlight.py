@@ -18,6 +18,10 @@ from cigeval.tools.boxes import box_to_pixel_slice
 #: Pixels outside every highlighted box keep ``1 / DIM_FACTOR`` of their value.
 DIM_FACTOR = 4
 
+#: Boxes covering at least this share of an image leave too little outside them to dim:
+#: the tools then show the image undimmed and do not ask the judge to focus on the boxes.
+NEARLY_WHOLE_IMAGE = 0.9
+
 
 def highlight_mask(width: int, height: int, boxes: Iterable[Box]) -> np.ndarray:
     """A boolean ``(height, width)`` array, True inside any of ``boxes`` (clipped)."""
@@ -51,3 +55,14 @@ def highlight(image: Image.Image, boxes: Iterable[Box]) -> Image.Image:
 def any_highlight(image: Image.Image, boxes: Iterable[Box]) -> bool:
     """Whether :func:`highlight` would highlight anything for these boxes on this image."""
     return any(box_to_pixel_slice(b, image.width, image.height) is not None for b in boxes)
+
+
+def coverage(image: Image.Image, boxes: Iterable[Box]) -> float:
+    """The share of ``image``'s pixels inside at least one of ``boxes`` (0 to 1)."""
+    return float(highlight_mask(image.width, image.height, boxes).mean())
+
+
+def nearly_whole(image: Image.Image, boxes: Iterable[Box]) -> bool:
+    """Whether ``boxes`` cover so much of ``image`` (``NEARLY_WHOLE_IMAGE``) that dimming the
+    rest would point at nothing in particular."""
+    return coverage(image, boxes) >= NEARLY_WHOLE_IMAGE

@@ -8,7 +8,7 @@ with :func:`register_tool`, and plugin packages through the ``cigeval.tools`` en
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from cigeval.errors import ConfigError
 from cigeval.registry import Registry, load_object, normalize_name
@@ -22,6 +22,13 @@ BUILTIN_TOOLS: dict[str, str] = {
 }
 #: Shipped tools registered only when asked for by name.
 ON_REQUEST_TOOLS: dict[str, str] = {"OCR": "cigeval.tools.ocr:OCRTool"}
+#: The names the official CIGEval code's planner writes, and the tools they stand for here
+#: (Highlight grounds the query and dims the rest; MaskFocus highlights the difference).
+OFFICIAL_TOOL_NAMES: dict[str, str] = {
+    "Highlight": "Grounding",
+    "MaskFocus": "Difference",
+    "SceneGraph": "Scene Graph",
+}
 
 
 def _as_tool(item: object) -> Tool:
@@ -83,6 +90,32 @@ def tool_names() -> list[str]:
 def registered_tools() -> list[Tool]:
     """The registered tools, in registration order."""
     return [TOOLS.get(name) for name in TOOLS.names()]
+
+
+def match_offered_tool(name: str, offered: Sequence[str]) -> str | None:
+    """The offered tool a model means by ``name``, or None when none of them.
+
+    Any spelling of an offered name matches; so does an official-code name
+    (:data:`OFFICIAL_TOOL_NAMES`) whose tool is offered, unless a tool of that very name is
+    offered itself.
+    """
+    by_key = {normalize_name(n): n for n in offered}
+    key = normalize_name(name)
+    if key in by_key:
+        return by_key[key]
+    aliases = {normalize_name(k): normalize_name(v) for k, v in OFFICIAL_TOOL_NAMES.items()}
+    target = aliases.get(key)
+    return by_key.get(target) if target is not None else None
+
+
+def why_not_offered(name: str, offered: Sequence[str]) -> str:
+    """Why ``name`` matches no offered tool: unknown, or known but not offered in this run."""
+    choices = ", ".join(offered) or "no tool"
+    aliases = {normalize_name(k): v for k, v in OFFICIAL_TOOL_NAMES.items()}
+    meant = aliases.get(normalize_name(name), name)
+    if meant in TOOLS or normalize_name(meant) in map(normalize_name, ON_REQUEST_TOOLS):
+        return f"the tool {name!r} is not offered in this run (offered: {choices})"
+    return f"unknown tool {name!r} (offered: {choices})"
 
 
 def resolve_tools(names: Iterable[str] | None) -> list[Tool]:

@@ -53,7 +53,8 @@ class SceneGraph:
 class SceneGraphTool:
     """The Scene Graph tool: a structured description of each image the sub-question shows.
 
-    The judge model writes the graph from a prompt in ``cigeval/prompts/scene_graph.j2``.
+    The judge model writes the graph from a prompt in ``cigeval/prompts/scene_graph.j2``
+    (a ``scene_graph.j2`` in ``--prompt-dir`` replaces it).
     Nothing is highlighted; the observation lists each image's graph under its role.
     """
 
@@ -98,7 +99,8 @@ async def scene_graph(ctx: ToolContext, image: Image.Image) -> SceneGraph:
 
     async def ask() -> SceneGraph:
         # The prompt depends only on the image, so one graph serves every sub-question.
-        message = Message("user", (TextPart(render(TEMPLATE)), ImagePart(encoded, "image")))
+        prompt = render(TEMPLATE, prompt_dir=ctx.config.prompt_dir)
+        message = Message("user", (TextPart(prompt), ImagePart(encoded, "image")))
         reply = await ctx.call_model(PURPOSE, [message])
         return SceneGraph(raw=reply, graph=json_or_none(reply))
 

@@ -54,6 +54,21 @@ def test_ensemble_command_of_issue_6(scores_dir: Path, capsys: pytest.CaptureFix
     assert data["evaluator"] == "mean(gpt4o_0shot, gpt4o_1shot)"
 
 
+def test_tiebreak_command_reproduces_the_measured_average(
+    scores_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = str(scores_dir / "gpt4o_0shot.tsv")
+    averages = {}
+    for rule in ("min", "min_tiebreak_mean"):
+        argv = ["imagenhub", "--scores", table, "--list-aggregate", rule, "--json"]
+        status, out, _ = run(argv, capsys)
+        assert status == 0
+        data = json.loads(out)
+        assert data["evaluator"] == f"gpt4o_0shot [{rule}]"
+        averages[rule] = round(data["average"], 4)
+    assert averages == {"min": 0.4459, "min_tiebreak_mean": 0.4483}
+
+
 def test_human_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(["imagenhub", "--human", "--round", "4", "--json"], capsys)
     assert status == 0
@@ -110,6 +125,10 @@ def test_split_then_subset(tmp_path: Path, scores_dir: Path, capsys) -> None:
         (["imagenhub", "--scores", "a.tsv", "--scores", "b.tsv"], "--combine"),
         (["imagenhub", "--human", "--split", "s.json"], "--split and --subset"),
         (["export-trajectories", "absent.jsonl", "--out", "x.jsonl"], "cannot read"),
+        (
+            ["imagenhub", "--scores", "r.jsonl", "--list-aggregate", "min_tiebreak_mean"],
+            "VIEScore-style tables only",
+        ),
     ],
 )
 def test_bad_input_exits_2(

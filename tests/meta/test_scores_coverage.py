@@ -41,6 +41,15 @@ def test_viescore_cell(cell: str, expected: float) -> None:
     assert (math.isnan(value) and math.isnan(expected)) or value == pytest.approx(expected)
 
 
+def test_viescore_cell_with_another_list_aggregate() -> None:
+    assert viescore_cell("[6, 9, 9]", "min_tiebreak_mean") == pytest.approx(0.603)
+    assert viescore_cell("[6, 9, 9]", "mean") == pytest.approx(0.8)
+    assert viescore_cell("[7]", "min_tiebreak_mean") == pytest.approx(0.7)
+    assert viescore_cell("[10, 10]", "min_tiebreak_mean") == 1.0
+    with pytest.raises(InputError, match="unknown list aggregate"):
+        load_viescore_tsv("any.tsv", rule="lowest")
+
+
 def test_viescore_table_missing_policies(tmp_path: Path) -> None:
     table = tmp_path / "judge.tsv"
     table.write_text(

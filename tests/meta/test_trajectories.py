@@ -313,3 +313,29 @@ def test_the_records_own_human_rating_wins(images: Images) -> None:
         "no human rating": 1,  # no SC in its own rating, and not an ImagenHub sample
     }
     assert export_trajectories(records[:1], io.StringIO(), max_diff=0.05).samples == 0
+
+
+def test_rounds_of_one_sub_question_join_across_interleaved_calls(images: Images) -> None:
+    """The agent's rounds as they arrive: other sub-questions' calls come in between."""
+    ask1, ask2 = _ask(images, "question 1"), _ask(images, "question 2")
+    want = Message.text("assistant", TOOL_REQUEST)
+    record = _two_round_record(images, "s1")
+    record["trace"] = [
+        _call("judge", [SYSTEM, ask1], TOOL_REQUEST, question_id="q1"),
+        _call("judge", [SYSTEM, ask2], '{"score": 3}', question_id="q2"),
+        _call("judge", [SYSTEM, ask1, want, _observation(images)], '{"score": 8}',
+              question_id="q1", round=2),
+    ]  # fmt: skip
+    per_sample = io.StringIO()
+    export_trajectories([record], per_sample, per="sample")
+    (row,) = _lines(per_sample)
+    roles = ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert [m["role"] for m in row["messages"]] == roles
+    assert _texts(row["messages"][4]) == ['{"score": 8}']
+    assert _texts(row["messages"][5])[0] == "RULES: question 2\nImage 1: source"
+    assert _image_count(row) == len(row["images"]) == 5
+    per_call = io.StringIO()
+    export_trajectories([record], per_call)
+    q1, q2 = _lines(per_call)
+    assert (q1["question_id"], q1["calls"], len(q1["messages"])) == ("q1", 2, 5)
+    assert (q2["question_id"], q2["calls"], len(q2["messages"])) == ("q2", 1, 3)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from PIL import Image
@@ -84,3 +85,35 @@ def reply(data: Any, prose: str = "") -> str:
     """A JSON reply, optionally wrapped in prose."""
     text = json.dumps(data)
     return f"{prose}\n```json\n{text}\n```\nHope this helps." if prose else text
+
+
+def factor_blocks(text: str, high: str = "6-7", low: str = "1-3") -> dict[str, dict[str, Any]]:
+    """Each factor's block of a factor-rubric prompt, in order: its definition and its
+    ``checks``, ``high`` and ``low`` bullets, as the judge reads them (bands of a 1-7 scale
+    unless ``high`` / ``low`` name others)."""
+    section = text.split("\nFACTORS\n", 1)[1].split("\nIMAGES\n", 1)[0]
+    pieces = re.split(r"^\[\d+\] (\w+) \(.*\)$", section, flags=re.MULTILINE)
+    headings = {
+        "What to inspect:": "checks",
+        f"Give {high} when:": "high",
+        f"Give {low} when:": "low",
+    }
+    blocks: dict[str, dict[str, Any]] = {}
+    for key, body in zip(pieces[1::2], pieces[2::2], strict=True):
+        definition = re.search(r"^What it measures: (.+)$", body, re.MULTILINE)
+        assert definition is not None, f"factor {key} has no definition"
+        block: dict[str, Any] = {
+            "definition": definition.group(1),
+            "checks": [],
+            "high": [],
+            "low": [],
+        }
+        current = None
+        for line in body.splitlines():
+            if line in headings:
+                current = headings[line]
+            elif line.startswith("  - "):
+                assert current is not None, f"factor {key}: a bullet outside any list"
+                block[current].append(line[4:])
+        blocks[key] = block
+    return blocks

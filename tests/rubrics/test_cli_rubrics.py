@@ -17,7 +17,16 @@ from cigeval.rubrics.viescore import ViescoreRubric
 from tests.cli_support import evaluate_cli
 from tests.openai_server import FakeOpenAIServer
 
-from .support import COLOURS, all_text, image, make_run, make_sample, output_image, reply
+from .support import (
+    COLOURS,
+    all_text,
+    factor_blocks,
+    image,
+    make_run,
+    make_sample,
+    output_image,
+    reply,
+)
 
 WORDS = "The sand texture and the fox outline match the source closely, with only a faint halo along the left ear edge."  # noqa: E501
 
@@ -167,3 +176,70 @@ async def test_prompt_variant_folder_replaces_a_rubric_template(tmp_path):
     assert score.status == "ok"
     assert "VARIANT PQ PROMPT" in all_text(backend.requests[1])
     assert "VARIANT PQ PROMPT" not in all_text(backend.requests[0])
+
+
+@pytest.mark.parametrize(
+    ("rubric", "keys", "constraint"),
+    [
+        (
+            "instruction_fidelity",
+            ("alignment", "completeness", "plausibility"),
+            "For alignment: compare how accurately the two images interpret and carry out",
+        ),
+        (
+            "edit_quality",
+            (
+                "scale_realism",
+                "spatial_relationship",
+                "texture_and_detail",
+                "image_quality",
+                "color_and_lighting",
+                "seamlessness",
+            ),
+            "Be precise: say where in the images each difference is.",
+        ),
+    ],
+)
+def test_offline_factor_prompt_through_the_cli(env, rubric, keys, constraint):
+    # what the judge receives over HTTP: every factor stated against the ground truth, the
+    # specification's constraints; and a placeholder image_id does not cost a re-ask
+    samples = write_samples(
+        env / "s.jsonl",
+        [
+            {
+                "id": "e1",
+                "task": "text_guided_ie",
+                "model": "gen",
+                "instruction": "add a hat",
+                "images": {
+                    "source": "source.png",
+                    "ground_truth": "ground_truth.png",
+                    "output": "output.png",
+                },
+            }
+        ],
+    )
+
+    def judge(body: dict[str, Any]) -> str:
+        results = {k: {"score": 4, "justification": WORDS} for k in keys}
+        return json.dumps({"image_id": "<image_identifier>", "offline_factor_results": results})
+
+    out = env / "f.jsonl"
+    with FakeOpenAIServer(judge) as server:
+        assert evaluate(server, samples, out, "--rubric", rubric) == 0
+        (request,) = server.requests
+    text = "\n".join(request.texts())
+    blocks = factor_blocks(text)
+    assert tuple(blocks) == keys
+    for key, block in blocks.items():
+        assert "ground truth" in block["definition"], key
+        assert block["high"] and block["low"], key
+        assert all("ground truth" in bullet for bullet in block["high"] + block["low"]), key
+    assert constraint in text
+    assert len(request.image_urls()) == 2  # the ground truth, then the edited image
+
+    (record,) = read_records(out)
+    assert record["status"] == "ok" and record["score"] == pytest.approx(0.5)
+    assert record["details"]["mode"] == "offline"
+    assert record["details"]["image_id"] == "<image_identifier>"
+    assert "instead of the sample id 'e1'" in record["details"]["warnings"][0]

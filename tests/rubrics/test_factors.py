@@ -43,7 +43,7 @@ def answer(
     keys: list[str],
     scores: list[int] | None = None,
     mode: str = "offline",
-    image_id: str = "s1",
+    image_id: Any = "s1",
     **overrides: Any,
 ) -> dict[str, Any]:
     """A valid reply for ``keys``; ``overrides`` replace single factor entries."""
@@ -164,7 +164,6 @@ def test_validate_needs_output_instruction_and_a_reference():
             answer(IF_KEYS, realism={"score": 5, "justification": GOOD}),
             "unexpected key(s) 'realism'",
         ),
-        (answer(IF_KEYS, image_id="<image_identifier>"), "image_id must be 's1'"),
         (answer(IF_KEYS, mode="online"), "missing the key(s) 'offline_factor_results'"),
         (
             answer(IF_KEYS, alignment={"score": 5}),
@@ -254,3 +253,37 @@ def test_ensembles_of_factor_judges_combine_final_scores():
     assert score.value == 0.5
     assert score.details["level"] == "final"
     assert all(s.scale == (1, 7) for s in score.sub_scores)
+
+
+@pytest.mark.parametrize("written", ["<image_identifier>", "image_7", 42, None])
+async def test_any_image_id_is_accepted_and_recorded(written):
+    data = answer(IF_KEYS, [6, 5, 4], image_id=written)
+    if written is None:
+        del data["image_id"]
+    backend = ScriptedBackend([reply(data)])
+    score = await INSTRUCTION_FIDELITY.evaluate(make_run(offline_sample(), backend))
+
+    assert len(backend.requests) == 1  # accepted at once, never re-asked
+    assert score.status == "ok" and [s.score for s in score.sub_scores] == [6, 5, 4]
+    assert score.details["image_id"] == written
+    (warning,) = score.details["warnings"]
+    assert "instead of the sample id 's1'" in warning
+    assert (repr(written) if written is not None else "no image_id") in warning
+
+
+async def test_matching_image_id_leaves_no_warning():
+    backend = ScriptedBackend([reply(answer(IF_KEYS, image_id=" s1 "))])
+    score = await INSTRUCTION_FIDELITY.evaluate(make_run(offline_sample(), backend))
+    assert score.details["image_id"] == "s1" and "warnings" not in score.details
+    # a numeric sample id echoed as a JSON number is the same id
+    backend = ScriptedBackend([reply(answer(IF_KEYS, image_id=7))])
+    score = await INSTRUCTION_FIDELITY.evaluate(make_run(offline_sample(id="7"), backend))
+    assert score.details["image_id"] == 7 and "warnings" not in score.details
+
+
+async def test_a_wrong_image_id_does_not_hide_real_problems():
+    bad = answer(IF_KEYS, [9, 5, 5], image_id="<image_identifier>")
+    backend = ScriptedBackend([reply(bad), reply(answer(IF_KEYS))])
+    await INSTRUCTION_FIDELITY.evaluate(make_run(offline_sample(), backend))
+    error = backend.requests[1].messages[-1].text_content()
+    assert "alignment.score is 9" in error and "image_id" not in error

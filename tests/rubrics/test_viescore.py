@@ -196,8 +196,10 @@ def test_side_by_side_concepts_are_shown_once():
     score = evaluator(backend, "viescore").evaluate(sample)
     assert score.status == "ok", score.error
     message = user_message(backend.requests[0])
-    assert len(image_hashes(message)) == 2
-    assert '"the first image" is Image 1, "the second image" is Image 2' in message.text_content()
+    assert len(image_hashes(message)) == 2  # the side-by-side reference is shown whole
+    text = message.text_content()
+    assert '"the first image" is the left half of Image 1, "the second image" is Image 2' in text
+    assert '"the first image" is the right half of Image 1, "the second image" is Image 2' in text
 
 
 def test_records_feed_the_meta_evaluation():

@@ -244,3 +244,110 @@ async def test_tool_follows_the_configured_thresholds(make_ctx: MakeCtx) -> None
     blind = EvalConfig(difference=DifferenceConfig(threshold=250))
     ctx = make_ctx("text_guided_ie", "edit_success", images, config=blind)
     assert not (await DifferenceTool().run(ctx)).highlighted
+
+
+async def test_capped_regions_report_the_true_count(make_ctx: MakeCtx) -> None:
+    a = _base()
+    rects = [(2 + i * 25, 10, 2 + i * 25 + 6 + 3 * i, 30) for i in range(5)]
+    config = EvalConfig(difference=DifferenceConfig(max_regions=3))
+    ctx = make_ctx("text_guided_ie", "edit_success", {"source": a, "output": _edit(a, *rects)})
+    ctx.config = config
+    report = compare_images(a, _edit(a, *rects), config=config.difference)
+    assert len(report.regions) == 3 and report.regions_found == 5
+    result = await DifferenceTool().run(ctx)
+    assert "5 changed regions" in result.text
+    assert "(showing the 3 largest of 5)" in result.text
+    assert result.data["regions_found"] == 5
+
+
+async def test_change_over_nearly_the_whole_image_is_not_dimmed(make_ctx: MakeCtx) -> None:
+    a = _base()
+    b = _edit(a, (0, 0, 128, 124))  # 97% of the image changed
+    ctx = make_ctx("text_guided_ie", "over_editing", {"source": a, "output": b}, instruction="x")
+    result = await DifferenceTool().run(ctx)
+    assert not result.highlighted and result.images == {}
+    assert "nearly all of it" in result.text and "nothing is dimmed" in result.text
+    assert "dimmed to 1/4" not in result.text
+    assert result.boxes["source"]  # the evidence is still reported
+    assert result.data["highlight_coverage"] >= 0.9
+    # just under the threshold the regions are highlighted again
+    partial = _edit(a, (0, 0, 128, 100))  # 78%
+    ctx = make_ctx("text_guided_ie", "over_editing", {"source": a, "output": partial})
+    assert (await DifferenceTool().run(ctx)).highlighted
+
+
+def test_official_preset_fills_what_is_not_given() -> None:
+    official = DifferenceConfig(preset="official")
+    assert (official.blur_kernel, official.measure, official.threshold) == (5, "gray", 45)
+    assert (official.dilation, official.min_area_fraction, official.area_of) == (3, 0.005, "box")
+    assert official.max_regions == 1
+    tuned = DifferenceConfig(preset="official", threshold=40)
+    assert tuned.threshold == 40 and tuned.measure == "gray"
+    assert DifferenceConfig().threshold == 30 and DifferenceConfig().measure == "max_channel"
+    nested = EvalConfig.model_validate({"difference": {"preset": "official"}})
+    assert nested.difference == official
+
+
+def test_official_preset_keeps_the_largest_gray_change_only() -> None:
+    a = Image.new("RGB", (100, 100), (200, 50, 50))
+    # a large bright change, a small bright change, and a change of the blue channel alone
+    b = _edit(a, (10, 10, 40, 40), colour=(255, 255, 255))
+    b = _edit(b, (70, 70, 80, 80), colour=(255, 255, 255))
+    b = _edit(b, (60, 10, 90, 30), colour=(200, 50, 150))
+    ours = compare_images(a, b, config=DifferenceConfig())
+    assert ours.regions_found == 3
+    official = compare_images(a, b, config=DifferenceConfig(preset="official"))
+    assert official.regions_found == 2  # gray weighs blue 0.114: 100 * 0.114 < 45
+    _match(official.regions, [(10, 10, 40, 40)])  # only the largest is kept
+
+
+def test_area_of_box_counts_the_bounding_box_not_the_pixels() -> None:
+    a = _base()
+    # a thin diagonal line: few changed pixels, a large bounding box
+    line = np.asarray(a).copy()
+    for i in range(60):
+        line[20 + i, 20 + i] = (255, 0, 0)
+    b = Image.fromarray(line)
+    by_pixels = DifferenceConfig(min_area_fraction=0.01, dilation=0, blur_kernel=1)
+    assert compare_images(a, b, config=by_pixels).regions == []
+    by_box = by_pixels.model_copy(update={"area_of": "box"})
+    assert len(compare_images(a, b, config=by_box).regions) == 1
+
+
+async def test_an_rgba_mask_is_read_by_its_alpha(make_ctx: MakeCtx, tmp_path) -> None:
+    from cigeval.images import load_image
+
+    # opaque white square on a fully transparent (white) background: the square is the edit
+    rgba = np.zeros((128, 128, 4), np.uint8)
+    rgba[..., :3] = 255
+    rgba[30:70, 30:70, 3] = 255
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "mask.png")
+    mask = load_image(tmp_path / "mask.png", role="mask", mask=True)
+    assert np.array_equal(np.asarray(mask.convert("L")) > 127, _mask((30, 30, 70, 70)))
+    # composited on white (how other images are read) it would say "edit everywhere"
+    assert (np.asarray(load_image(tmp_path / "mask.png", role="mask").convert("L")) > 127).all()
+    a = _base()
+    b = _edit(a, (35, 35, 60, 60), (90, 90, 110, 110))
+    ctx = make_ctx(
+        "mask_guided_ie", "over_editing", {"source": a, "mask": mask, "output": b}, instruction="x"
+    )
+    result = await DifferenceTool().run(ctx)
+    assert result.data["mask_box"]["box"] == [30, 30, 70, 70]
+    assert "OUTSIDE the mask" in result.text
+
+
+def test_mask_alpha_rules() -> None:
+    from cigeval.images import mask_to_rgb
+
+    # uniform alpha: the colours carry the mask (alpha ignored, even fully transparent)
+    painted = np.zeros((8, 8, 4), np.uint8)
+    painted[2:4, 2:4, :3] = 255
+    for alpha in (0, 255):
+        painted[..., 3] = alpha
+        gray = np.asarray(mask_to_rgb(Image.fromarray(painted, "RGBA")).convert("L"))
+        assert (gray > 127).sum() == 4
+    # a grayscale mask with alpha: opaque pixels are the region, whatever their value
+    la = np.zeros((8, 8, 2), np.uint8)
+    la[5:8, 5:8, 1] = 255
+    gray = np.asarray(mask_to_rgb(Image.fromarray(la, "LA")).convert("L"))
+    assert (gray > 127).sum() == 9 and gray[6, 6] == 255

@@ -15,7 +15,8 @@ import pytest
 from PIL import Image
 
 from cigeval.config import EvalConfig, GroundingConfig
-from cigeval.errors import ToolError
+from cigeval.errors import ConfigError, ToolError
+from cigeval.tasks import SubQuestion
 from cigeval.tools import Box, GroundingDinoDetector, GroundingTool, normalize_query
 from cigeval.tools import grounding as grounding_module
 from tests.tiny_grounding import build_tiny_grounding_dino
@@ -110,7 +111,8 @@ def test_missing_checkpoint_fails_fast_with_advice(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
     started = time.monotonic()
     detector = GroundingDinoDetector(str(tmp_path / "no_such_model"), device="cpu")
-    with pytest.raises(ToolError) as info:
+    # A setup error (ConfigError), never a per-sample tool failure that could fall back.
+    with pytest.raises(ConfigError) as info:
         detector.detect(_image(3), "dog")
     assert time.monotonic() - started < 10
     message = str(info.value)
@@ -215,6 +217,10 @@ async def test_tool_without_query_highlights_nothing(
 ) -> None:
     images = {"source": _image(8), "output": _image(9)}
     ctx = make_ctx("text_guided_ie", "edit_success", images, instruction="remove the cat")
+    # A sub-question of one's own with no default query and no condition: nothing to find.
+    ctx.question = SubQuestion(
+        id="kept", question="Is it kept?", image_roles=("source", "output"), rules="Rate it."
+    )
     result = await GroundingTool().run(ctx)
     assert not result.highlighted and result.images == {} and detect_calls == []
     assert "none was given" in result.text
@@ -245,3 +251,59 @@ def test_missing_transformers_names_the_extra(monkeypatch: pytest.MonkeyPatch) -
     detector = GroundingDinoDetector("some/checkpoint-not-loaded-yet", device="cpu")
     with pytest.raises(MissingDependency, match=r"cigeval\[grounding\]"):
         detector.detect(_image(11), "dog")
+
+
+def test_best_per_phrase_drops_boxes_holding_a_detection_and_keeps_one_per_phrase() -> None:
+    from cigeval.tools import best_per_phrase
+
+    small = Box(10, 10, 20, 20, label="cat", score=0.4)
+    around = Box(0, 0, 50, 50, label="cat", score=0.9)  # holds the small one: dropped
+    other_cat = Box(60, 60, 80, 80, label="cat", score=0.6)
+    hat = Box(30, 0, 45, 8, label="hat", score=0.3)
+    kept = best_per_phrase([small, around, other_cat, hat])
+    assert kept == [other_cat, hat]  # best cat (0.6 beats 0.4), then the hat; best first
+
+
+def test_official_grounding_preset() -> None:
+    official = GroundingConfig(preset="official")
+    assert (official.box_threshold, official.text_threshold) == (0.2, 0.2)
+    assert official.boxes == "best_per_phrase"
+    assert GroundingConfig(preset="official", box_threshold=0.3).box_threshold == 0.3
+    assert (GroundingConfig().box_threshold, GroundingConfig().boxes) == (0.35, "all")
+
+
+class _FixedDetector:
+    """Finds the given boxes (as fractions of the image) whatever the query."""
+
+    def __init__(self, *fractions: tuple[float, float, float, float]) -> None:
+        self.fractions = fractions
+
+    def cache_key(self, image_sha256: str, query: str) -> str:
+        return f"fixed:{self.fractions}:{image_sha256}:{query}"
+
+    def detect(self, image: Image.Image, query: str) -> list[Box]:
+        w, h = image.width, image.height
+        return [
+            Box(a * w, b * h, c * w, d * h, label=f"thing{i}", score=0.5)
+            for i, (a, b, c, d) in enumerate(self.fractions)
+        ]
+
+
+async def test_boxes_covering_nearly_the_whole_image_are_not_dimmed(make_ctx: MakeCtx) -> None:
+    images = {"source": _image(12), "output": _image(13)}
+    ctx = make_ctx("subject_driven_ie", "background_preservation", images, subject="dog")
+    whole = await GroundingTool(_FixedDetector((0, 0, 1, 0.95))).run(ctx)  # type: ignore[arg-type]
+    assert not whole.highlighted and whole.images == {}
+    assert "nearly all" in whole.text and "Nothing is highlighted" in whole.text
+    assert whole.data["query"] == "background"
+    part = await GroundingTool(_FixedDetector((0, 0, 0.5, 0.5))).run(ctx)  # type: ignore[arg-type]
+    assert part.highlighted and set(part.images) == {"source", "output"}
+
+
+async def test_official_boxes_setting_applies_to_the_tool(make_ctx: MakeCtx) -> None:
+    images = {"output": _image(14)}
+    nested = _FixedDetector((0.1, 0.1, 0.2, 0.2), (0, 0, 0.5, 0.5))
+    config = EvalConfig(grounding=GroundingConfig(preset="official"))
+    ctx = make_ctx("text_guided_ig", "prompt_following", images, prompt="a cat", config=config)
+    result = await GroundingTool(nested).run(ctx)  # type: ignore[arg-type]
+    assert [b.label for b in result.boxes["output"]] == ["thing0"]  # the box around it dropped

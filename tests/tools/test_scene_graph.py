@@ -157,3 +157,18 @@ async def test_one_cancelled_waiter_does_not_cancel_the_shared_call(make_ctx: Ma
     doomed.cancel()
     result = await survivor
     assert result.data["parsed"] == {"output": True} and len(judge.calls) == 1
+
+
+async def test_prompt_dir_replaces_the_scene_graph_prompt(make_ctx: MakeCtx, tmp_path) -> None:
+    from cigeval.config import EvalConfig
+
+    (tmp_path / "scene_graph.j2").write_text("CCOT VARIANT: list objects, attributes, relations.")
+    judge = FakeJudge()
+    (output,) = _images("blue")
+    config = EvalConfig(prompt_dir=str(tmp_path))
+    ctx = make_ctx(
+        "text_guided_ig", "prompt_following", {"output": output}, call_model=judge, config=config
+    )
+    await SceneGraphTool().run(ctx)
+    ((_, messages),) = judge.calls
+    assert messages[0].text_content() == "CCOT VARIANT: list objects, attributes, relations."
