@@ -186,6 +186,13 @@ class RunConfig(BaseModel):
         "and serves the model, local weights and the offered tools' weights load)",
         json_schema_extra=_flag("--no-preflight", negate=True),
     )
+    local_batch_size: int = Field(
+        8,
+        ge=1,
+        description="requests a local model (hf:...) answers in one generate call when they "
+        "arrive together (1: one at a time)",
+        json_schema_extra=_flag("--local-batch-size"),
+    )
     image_dir: Path | None = Field(
         None,
         description="folder keeping every image shown to the judge that is not an input file "

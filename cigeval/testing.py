@@ -58,18 +58,33 @@ def template_of(text: str) -> str | None:
     return found
 
 
+#: Phrases of the judge prompt: another round may be asked for; a tool's output is shown.
+_MAY_ASK_TOOL = "If you cannot score yet"
+_TOOL_OUTPUT = "TOOL OUTPUT ("
+
+
 def rule_judge(
     scores: dict[str, float] | None = None,
     tools: dict[str, str] | None = None,
     default_score: float = 7,
+    request_tool: str | None = None,
 ) -> Callable[[Any], str]:
     """A reply function: plans ``tools`` (question id -> tool name, else None) and scores
-    each sub-question from ``scores`` (template name -> score, else ``default_score``)."""
+    each sub-question from ``scores`` (template name -> score, else ``default_score``).
+
+    ``request_tool``: when a judge prompt allows another round (``--max-rounds 2`` or more)
+    and shows no tool output yet, ask for this tool first (a thought/action round), and score
+    once its output is shown.
+    """
     scores = scores or {}
     tools = tools or {}
 
     def reply(request: Any) -> str:
         text = request_text(request)
+        if request_tool and _MAY_ASK_TOOL in text and _TOOL_OUTPUT not in text:
+            return json.dumps(
+                {"thought": f"{request_tool} would settle it", "tool": request_tool, "query": ""}
+            )
         if "### Questions" in text:
             entries = []
             for task_id, question in re.findall(r"- task_id (\d+): (.+?) \(images shown", text):

@@ -23,7 +23,14 @@ class _Event(BaseModel):
 
 
 class MessageRecord(BaseModel):
-    """A chat message as stored in a trace: text plus the hashes of its images."""
+    """A chat message as stored in a trace: text plus the hashes of its images.
+
+    ``text`` is the message's text parts joined by newlines. Each image is a dict with its
+    ``sha256``, ``label``, ``size`` and ``at``: ``[a, b]`` says the image stood between
+    ``text[:a]`` and ``text[b:]`` (``b = a + 1`` where a joining newline lay between them), so
+    the message can be rebuilt with every image in its place (records written before ``at``
+    existed lack it).
+    """
 
     role: str
     text: str
@@ -31,13 +38,62 @@ class MessageRecord(BaseModel):
 
     @classmethod
     def from_message(cls, message: Message) -> MessageRecord:
-        """Record a message; images are kept as content hashes, labels and sizes."""
-        images = [
-            {"sha256": p.image.sha256, "label": p.label, "size": [p.image.width, p.image.height]}
-            for p in message.parts
-            if isinstance(p, ImagePart)
-        ]
+        """Record a message; images are kept as content hashes, labels, sizes and places."""
+        images = []
+        length, texts = 0, 0
+        for part in message.parts:
+            if isinstance(part, ImagePart):
+                image = part.image
+                at = [length, length + 1] if texts else [0, 0]
+                images.append(
+                    {
+                        "sha256": image.sha256,
+                        "label": part.label,
+                        "size": [image.width, image.height],
+                        "at": at,
+                    }
+                )
+            else:
+                length += len(part.text) + (1 if texts else 0)
+                texts += 1
         return cls(role=message.role, text=message.text_content(), images=images)
+
+    def parts(self) -> list[tuple[str, str | dict[str, Any]]]:
+        """The message as ordered ``("text", str)`` and ``("image", image dict)`` parts.
+
+        Images go where they stood (see ``at``); without places (older records) they come
+        first, followed by the text.
+        """
+        places = [image.get("at") for image in self.images]
+        if not _valid_places(places, len(self.text)):
+            return [*(("image", image) for image in self.images), *_text_part(self.text)]
+        parts: list[tuple[str, str | dict[str, Any]]] = []
+        start = 0
+        for image, (before, after) in zip(self.images, places, strict=True):  # type: ignore[misc]
+            parts += _text_part(self.text[start:before])
+            parts.append(("image", image))
+            start = max(start, after)
+        parts += _text_part(self.text[start:])
+        return parts
+
+
+def _text_part(text: str) -> list[tuple[str, str | dict[str, Any]]]:
+    return [("text", text)] if text else []
+
+
+def _valid_places(places: list[Any], length: int) -> bool:
+    """True when every image has an ``at`` pair, in order, inside the text."""
+    previous = 0
+    for place in places:
+        if not (isinstance(place, list | tuple) and len(place) == 2):
+            return False
+        before, after = place
+        if not (isinstance(before, int) and isinstance(after, int)):
+            return False
+        if not previous <= before <= after <= length + 1 or after - before > 1:
+            return False
+        previous = before
+    return True
 
 
 class ModelCallEvent(_Event):

@@ -142,18 +142,15 @@ def test_a_multi_round_sub_question_exports_as_one_conversation(sample) -> None:
         TOOLS.register("Probe", Probe())  # type: ignore[arg-type]
         ev = Evaluator(backend, run_config=NO_CACHE, tools=("Probe",), max_rounds=3)
         record = ev.evaluate(sample).to_record()
-    per_call = io.StringIO()
-    export_trajectories([record], per_call)
-    calls = [json.loads(line) for line in per_call.getvalue().splitlines()]
+    calls = [json.loads(line) for line in _export(record).splitlines()]
     judge = [c for c in calls if c["purpose"] == "judge"]
-    assert len(judge) == 3
-    roles = [m["role"] for m in judge[-1]["messages"]]
+    assert len(judge) == 1 and judge[0]["calls"] == 3  # the three rounds: one conversation
+    roles = [m["role"] for m in judge[0]["messages"]]
     assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
-    assert judge[-1]["messages"][-1]["content"] == '{"score": 4, "reasoning": "the apple is green"}'
-    per_sample = io.StringIO()
-    export_trajectories([record], per_sample, per="sample")
-    (conversation,) = [json.loads(line) for line in per_sample.getvalue().splitlines()]
-    texts = [m["content"] for m in conversation["messages"]]
+    final = '{"score": 4, "reasoning": "the apple is green"}'
+    assert judge[0]["messages"][-1]["content"] == [{"type": "text", "text": final}]
+    (conversation,) = [json.loads(line) for line in _export(record, per="sample").splitlines()]
+    texts = [_text(m) for m in conversation["messages"]]
     assert [m["role"] for m in conversation["messages"]] == [
         "user",  # the plan (it has no system prompt), then its reply
         "assistant",
@@ -203,6 +200,12 @@ def test_a_reasked_round_continues_from_the_reply_that_worked(sample) -> None:
 
 
 def _export(record: dict[str, Any], **options: Any) -> str:
+    """Export with images referenced by hash (the tool images of these runs are not stored)."""
     out = io.StringIO()
-    export_trajectories([record], out, **options)
+    export_trajectories([record], out, image_template="sha256:{sha256}", **options)
     return out.getvalue()
+
+
+def _text(message: dict[str, Any]) -> str:
+    """A message's content parts as text, an ``<image>`` for each image."""
+    return "".join(p["text"] if p["type"] == "text" else "<image>" for p in message["content"])

@@ -7,6 +7,7 @@ never a number.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,5 @@ def test_a_local_model_runs_the_agent_and_gibberish_is_an_error(tmp_path: Path):
     assert {c.attempt for c in calls} == {1, 2}
     assert all(len(c.messages[-1].images) == 2 for c in calls if c.attempt == 1)
     assert score.judge.startswith("hf:")
+    # the run closed the backend's batching thread (it would keep the model in memory)
+    assert not any(t.name == f"cigeval-{score.judge}" for t in threading.enumerate())

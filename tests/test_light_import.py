@@ -17,6 +17,9 @@ HEAVY = (
     "transformers",
     "matplotlib",
     "openai",
+    "trl",
+    "peft",
+    "datasets",
 )
 
 
@@ -38,6 +41,15 @@ def test_the_tasks_and_rubrics_commands_load_no_heavy_library() -> None:
         "import contextlib, io\nfrom cigeval.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    assert main(['tasks']) == 0 and main(['rubrics']) == 0"
+    )
+    assert _loaded_after(code) == []
+
+
+def test_the_training_package_and_the_finetune_help_load_no_heavy_library() -> None:
+    code = (
+        "import contextlib, io\nimport cigeval.training\nfrom cigeval.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        main(['finetune', '--help'])\n    except SystemExit:\n        pass"
     )
     assert _loaded_after(code) == []
 

@@ -1,17 +1,29 @@
 """A local transformers vision-language model (Qwen2-VL / Qwen2.5-VL style) as a backend.
 
-torch and transformers are imported when the model is first loaded, never at cigeval import.
-transformers' ``AutoProcessor`` for Qwen needs torchvision (for its video processor); where
-that fails, the inputs are assembled from the tokenizer and the image processor by hand.
+``hf:<name>`` is a hub id, a model folder, a LoRA adapter folder (``adapter_config.json``: its
+base model loads and the adapter is merged in) or a ``cigeval finetune`` output folder (its
+merged model, else its adapter); see :mod:`cigeval.training.outputs`.
+
+Requests that arrive together (the sub-questions of a sample, several samples at once) are
+answered in one batched ``generate`` call, left-padded: the first request of a batch waits a
+few milliseconds for company, and requests arriving during a generation form the next batch.
+Only greedy requests (temperature 0) are batched; a sampled request runs alone so that its
+seed gives the same answer again. torch and transformers are imported when the model is first
+loaded, never at cigeval import. transformers' ``AutoProcessor`` for Qwen needs torchvision
+(for its video processor); where that fails, the inputs are assembled from the tokenizer and
+the image processor by hand.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
+import queue
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +37,29 @@ from cigeval.errors import (
 from cigeval.messages import ImagePart, ModelRequest, ModelResponse, Usage
 
 _IMAGE_PAD = "<|image_pad|>"
+#: How long the first request of a batch waits for others, by default.
+DEFAULT_BATCH_WAIT_S = 0.01
+
+
+@dataclass
+class _Pending:
+    request: ModelRequest
+    future: concurrent.futures.Future[tuple[str, Usage, str]]
 
 
 class HFBackend:
     """Runs a transformers image-text-to-text model in this process.
 
-    ``model_name_or_path``: a local directory or a Hugging Face hub id (already in the local
-    cache when offline). ``device``: default ``cuda`` when available, else ``cpu``. ``dtype``:
-    a torch dtype or its name; default bfloat16 on a GPU that supports it, else float32.
-    The model loads on the first request (or :meth:`load`). Requests run one at a time in a
-    worker thread. ``temperature == 0`` decodes greedily; otherwise it samples with the
-    request's seed, so a seeded request gives the same answer again. A model that fails to
-    load fails every later request at once with the same error (it is not loaded again).
+    ``model_name_or_path``: a local folder (model, adapter or ``cigeval finetune`` output) or
+    a Hugging Face hub id (already in the local cache when offline). ``device``: default
+    ``cuda`` when available, else ``mps``, else ``cpu``. ``dtype``: a torch dtype or its name;
+    default bfloat16 on a GPU that supports it (else float16), float32 elsewhere. The model
+    loads on the first request (or :meth:`load`). ``max_batch_size`` greedy requests that
+    arrive within ``batch_wait_s`` of each other share one ``generate`` call (1: one request
+    at a time); :attr:`batch_sizes` lists the size of every call made. ``temperature == 0``
+    decodes greedily; otherwise it samples with the request's seed, so a seeded request gives
+    the same answer again. A model that fails
+    to load fails every later request at once with the same error (it is not loaded again).
     """
 
     def __init__(
@@ -44,20 +67,32 @@ class HFBackend:
         model_name_or_path: str | os.PathLike[str],
         device: str | None = None,
         dtype: Any = None,
+        max_batch_size: int = 8,
+        batch_wait_s: float = DEFAULT_BATCH_WAIT_S,
     ) -> None:
         name = str(model_name_or_path).strip()
         if not name:
             raise ConfigError("HFBackend needs a model name or path")
+        if max_batch_size < 1:
+            raise ConfigError(f"max_batch_size must be at least 1, got {max_batch_size}")
         path = Path(name).expanduser()
         if _looks_like_path(name) and not path.exists():
             raise ConfigError(
                 f"model path {name!r} does not exist; pass a directory holding the weights "
-                "(config.json, *.safetensors, tokenizer and preprocessor files)"
+                "(config.json, *.safetensors, tokenizer and preprocessor files), a LoRA "
+                "adapter or a `cigeval finetune` output folder"
             )
         self.model_name_or_path = str(path) if path.exists() else name
         self.device = device
         self.dtype = dtype
-        self._lock = threading.Lock()
+        self.max_batch_size = max_batch_size
+        self.batch_wait_s = batch_wait_s
+        #: The number of requests answered by each ``generate`` call so far.
+        self.batch_sizes: list[int] = []
+        self._lock = threading.Lock()  # the model: loading and generating
+        self._worker_lock = threading.Lock()  # starting and stopping the batching thread
+        self._queue: queue.Queue[_Pending | None] = queue.Queue()
+        self._worker: threading.Thread | None = None
         self._model: Any = None
         self._tokenizer: Any = None
         self._processor: Any = None
@@ -86,9 +121,12 @@ class HFBackend:
             raise PreflightError(f"the judge {self.identity} cannot be loaded: {exc}") from exc
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Generate a reply in a worker thread."""
+        """Queue the request for the next batch and wait for its reply."""
         started = time.perf_counter()
-        text, usage, finish_reason = await asyncio.to_thread(self._generate, request)
+        future: concurrent.futures.Future[tuple[str, Usage, str]] = concurrent.futures.Future()
+        self._ensure_worker()
+        self._queue.put(_Pending(request, future))
+        text, usage, finish_reason = await asyncio.wrap_future(future)
         return ModelResponse(
             text,
             self.identity,
@@ -96,6 +134,79 @@ class HFBackend:
             time.perf_counter() - started,
             finish_reason=finish_reason,
         )
+
+    async def aclose(self) -> None:
+        """:meth:`close`, awaitable (``Evaluator`` calls it when a run ends)."""
+        await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        """Stop the batching thread (requests already queued are answered first).
+
+        The model stays loaded; a later request starts the thread again.
+        """
+        with self._worker_lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            self._queue.put(None)
+            worker.join()
+
+    # --- batching ---------------------------------------------------------------------------
+
+    def _ensure_worker(self) -> None:
+        with self._worker_lock:
+            if self._worker is None:
+                self._worker = threading.Thread(
+                    target=self._work, name=f"cigeval-{self.identity}", daemon=True
+                )
+                self._worker.start()
+
+    def _work(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            pending, stop = self._collect(first)
+            greedy = [p for p in pending if _batchable(p.request)]
+            for start in range(0, len(greedy), self.max_batch_size):
+                self._answer(greedy[start : start + self.max_batch_size])
+            for item in pending:
+                if not _batchable(item.request):
+                    self._answer([item])
+            if stop:
+                return
+
+    def _collect(self, first: _Pending) -> tuple[list[_Pending], bool]:
+        """The first request plus those arriving within the wait window (up to the batch size);
+        and whether :meth:`close` asked the worker to stop meanwhile."""
+        pending = [first]
+        if self.max_batch_size == 1 or not _batchable(first.request):
+            return pending, False
+        deadline = time.monotonic() + self.batch_wait_s
+        while len(pending) < self.max_batch_size:
+            timeout = deadline - time.monotonic()
+            try:
+                item = self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                return pending, True
+            pending.append(item)
+        return pending, False
+
+    def _answer(self, batch: list[_Pending]) -> None:
+        live = [p for p in batch if p.future.set_running_or_notify_cancel()]
+        if not live:
+            return
+        try:
+            replies = self._generate([p.request for p in live])
+        except BaseException as exc:
+            for item in live:
+                item.future.set_exception(exc)
+            return
+        for item, reply in zip(live, replies, strict=True):
+            item.future.set_result(reply)
+
+    # --- loading ----------------------------------------------------------------------------
 
     def _load_locked(self) -> None:
         if self._model is not None:
@@ -116,54 +227,73 @@ class HFBackend:
             raise MissingDependency(
                 exc.name or "transformers", "hf", "Running a local model (hf:...)"
             ) from exc
+        from cigeval.training.outputs import resolve_model_folder
+
+        folder = resolve_model_folder(self.model_name_or_path)
         if self.device is None:
-            self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = self.dtype
-        if dtype is None:
-            cuda = str(self.device).startswith("cuda")
-            dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
-        elif isinstance(dtype, str) and dtype != "auto":
-            dtype = getattr(torch, dtype)
-        where = self.model_name_or_path
+            self.device = _default_device(torch)
+        dtype = _dtype(torch, self.dtype, str(self.device))
         try:
             model: Any = transformers.AutoModelForImageTextToText.from_pretrained(
-                where, dtype=dtype
+                folder.weights, dtype=dtype
             )
         except (OSError, ValueError, KeyError) as exc:
             raise ConfigError(
-                f"could not load the model {where!r}: {exc}. Pass a local directory with the "
-                "weights, or download them first (pip install 'cigeval[hf]'; "
+                f"could not load the model {folder.weights!r}: {exc}. Pass a local directory "
+                "with the weights, or download them first (pip install 'cigeval[hf]'; "
                 "huggingface-cli download <id>) when the network allows"
             ) from exc
-        try:
-            self._processor = transformers.AutoProcessor.from_pretrained(where)
-        except (ImportError, OSError, ValueError, KeyError, TypeError) as exc:
-            # Qwen processors need torchvision in transformers 5; fall back to the parts.
-            try:
-                self._tokenizer = transformers.AutoTokenizer.from_pretrained(where)
-                self._image_processor = transformers.AutoImageProcessor.from_pretrained(where)
-            except (ImportError, OSError, ValueError, KeyError, TypeError) as inner:
-                raise ConfigError(
-                    f"could not load the processor of {where!r} ({exc}); nor its tokenizer "
-                    f"and image processor ({inner})"
-                ) from inner
-            if _IMAGE_PAD not in self._tokenizer.get_vocab():
-                raise ConfigError(
-                    f"AutoProcessor failed for {where!r} ({exc}) and the fallback only knows "
-                    "Qwen-VL style models (with an <|image_pad|> token)"
-                ) from exc
+        if folder.adapter is not None:
+            model = _with_adapter(model, folder.adapter)
+        self._load_processor(transformers, folder.processor)
         self._model = model.to(self.device).eval()
 
-    def _generate(self, request: ModelRequest) -> tuple[str, Usage, str]:
+    def _load_processor(self, transformers: Any, where: str) -> None:
+        try:
+            processor = transformers.AutoProcessor.from_pretrained(where)
+            if getattr(processor, "image_processor", None) is None:
+                # e.g. an adapter folder without config.json: AutoProcessor gives a tokenizer
+                raise TypeError(f"AutoProcessor gave a {type(processor).__name__}")
+            processor.tokenizer.padding_side = "left"
+            self._processor = processor
+            return
+        except (ImportError, OSError, ValueError, KeyError, TypeError) as exc:
+            # Qwen processors need torchvision in transformers 5; fall back to the parts.
+            first_error = exc
+        try:
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(where)
+            self._image_processor = transformers.AutoImageProcessor.from_pretrained(where)
+        except (ImportError, OSError, ValueError, KeyError, TypeError) as inner:
+            raise ConfigError(
+                f"could not load the processor of {where!r} ({first_error}); nor its tokenizer "
+                f"and image processor ({inner})"
+            ) from inner
+        if _IMAGE_PAD not in self._tokenizer.get_vocab():
+            raise ConfigError(
+                f"AutoProcessor failed for {where!r} ({first_error}) and the fallback only knows "
+                "Qwen-VL style models (with an <|image_pad|> token)"
+            ) from first_error
+        self._tokenizer.padding_side = "left"
+
+    # --- generation -------------------------------------------------------------------------
+
+    def _generate(self, requests: list[ModelRequest]) -> list[tuple[str, Usage, str]]:
+        """One ``generate`` call for ``requests`` (which share their sampling settings)."""
         with self._lock:
             self._load_locked()
             import torch
 
-            conversation, images = _conversation(request)
-            inputs = self._inputs(conversation, images)
+            conversations, images = [], []
+            for request in requests:
+                conversation, request_images = _conversation(request)
+                conversations.append(conversation)
+                images.append(request_images)
+            inputs = self._inputs(conversations, images)
             inputs = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
-            settings = request.settings
-            options: dict[str, Any] = {"max_new_tokens": settings.max_tokens}
+            settings = requests[0].settings
+            options: dict[str, Any] = {
+                "max_new_tokens": max(r.settings.max_tokens for r in requests)
+            }
             if settings.temperature > 0:
                 options.update(do_sample=True, temperature=settings.temperature)
                 if settings.top_p is not None:
@@ -182,44 +312,108 @@ class HFBackend:
                     output = self._model.generate(**inputs, **options, pad_token_id=pad)
             except Exception as exc:
                 raise BackendError(f"{self.identity} failed to generate: {exc}") from exc
+            self.batch_sizes.append(len(requests))
             prompt_length = inputs["input_ids"].shape[1]
-            new_tokens = output[0, prompt_length:]
-            finish_reason = self._finish_reason(new_tokens, settings.max_tokens, pad)
-            if pad is not None:
-                new_tokens = new_tokens[new_tokens != pad]
-            text = tokenizer.decode(new_tokens, skip_special_tokens=True)
-            return text, Usage(int(prompt_length), int(new_tokens.shape[0])), finish_reason
+            stops = _stop_ids(self._model, tokenizer, pad)
+            replies = []
+            for row, request in enumerate(requests):
+                new_tokens = output[row, prompt_length:][: request.settings.max_tokens].tolist()
+                end = next((i + 1 for i, t in enumerate(new_tokens) if t in stops), None)
+                # Ran into the token limit without a stop token: the reply is cut.
+                finish_reason = (
+                    "length"
+                    if end is None and len(new_tokens) >= (request.settings.max_tokens)
+                    else "stop"
+                )
+                new_tokens = new_tokens[:end]
+                text = tokenizer.decode(new_tokens, skip_special_tokens=True)
+                prompt_tokens = int(inputs["attention_mask"][row].sum())
+                completion = sum(1 for t in new_tokens if t != pad)
+                replies.append((text, Usage(prompt_tokens, completion), finish_reason))
+            return replies
 
-    def _finish_reason(self, new_tokens: Any, max_tokens: int, pad: int | None) -> str:
-        """``length`` when generation ran into ``max_tokens`` without ending, else ``stop``."""
-        if new_tokens.shape[0] < max_tokens:
-            return "stop"
-        eos = getattr(getattr(self._model, "generation_config", None), "eos_token_id", None)
-        ends = {eos} if isinstance(eos, int) else set(eos or [])
-        if pad is not None:
-            ends.add(pad)
-        return "stop" if int(new_tokens[-1]) in ends else "length"
-
-    def _inputs(self, conversation: list[dict[str, Any]], images: list[Any]) -> dict[str, Any]:
+    def _inputs(
+        self, conversations: list[list[dict[str, Any]]], images: list[list[Any]]
+    ) -> dict[str, Any]:
+        """Model inputs for several conversations, left-padded to one length."""
+        flat = [image for request_images in images for image in request_images]
         if self._processor is not None:
-            prompt = self._processor.apply_chat_template(
-                conversation, tokenize=False, add_generation_prompt=True
+            prompts = [
+                self._processor.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
+                for c in conversations
+            ]
+            return dict(
+                self._processor(
+                    text=prompts, images=flat or None, return_tensors="pt", padding=True
+                )
             )
-            return dict(self._processor(text=[prompt], images=images or None, return_tensors="pt"))
-        prompt = self._tokenizer.apply_chat_template(
-            conversation, tokenize=False, add_generation_prompt=True
-        )
+        prompts = [
+            self._tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
+            for c in conversations
+        ]
         vision: dict[str, Any] = {}
-        if images:
-            vision = dict(self._image_processor(images=images, return_tensors="pt"))
-            prompt = _expand_image_pads(
-                prompt, vision["image_grid_thw"], int(self._image_processor.merge_size)
-            )
-        encoded = dict(self._tokenizer([prompt], return_tensors="pt"))
+        if flat:
+            vision = dict(self._image_processor(images=flat, return_tensors="pt"))
+            merge = int(self._image_processor.merge_size)
+            grids = list(vision["image_grid_thw"])
+            expanded = []
+            for prompt, request_images in zip(prompts, images, strict=True):
+                own, grids = grids[: len(request_images)], grids[len(request_images) :]
+                expanded.append(_expand_image_pads(prompt, own, merge))
+            prompts = expanded
+        encoded = dict(self._tokenizer(prompts, return_tensors="pt", padding=True))
         pad_id = self._tokenizer.convert_tokens_to_ids(_IMAGE_PAD)
         # transformers 5 builds Qwen's 3-D rotary positions from these (1 = image token).
         encoded["mm_token_type_ids"] = (encoded["input_ids"] == pad_id).int()
         return {**encoded, **vision}
+
+
+def _batchable(request: ModelRequest) -> bool:
+    """Greedy requests can share a generate call without changing their answers."""
+    return request.settings.temperature <= 0
+
+
+def _default_device(torch: Any) -> str:
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _dtype(torch: Any, dtype: Any, device: str) -> Any:
+    if dtype is None:
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    if isinstance(dtype, str) and dtype != "auto":
+        return getattr(torch, dtype)
+    return dtype
+
+
+def _with_adapter(model: Any, adapter: str) -> Any:
+    """``model`` with the LoRA adapter in ``adapter`` merged into its weights."""
+    try:
+        import peft
+    except ImportError as exc:
+        raise MissingDependency("peft", "train", f"Loading the LoRA adapter {adapter}") from exc
+    try:
+        return peft.PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(f"could not load the LoRA adapter {adapter!r}: {exc}") from exc
+
+
+def _stop_ids(model: Any, tokenizer: Any, pad: int | None) -> set[int]:
+    """Tokens that end a reply: the generation config's end tokens, the tokenizer's, padding."""
+    found: set[int] = set()
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    for value in (configured, tokenizer.eos_token_id, pad):
+        if isinstance(value, int):
+            found.add(value)
+        elif isinstance(value, list | tuple):
+            found.update(int(v) for v in value)
+    return found
 
 
 def _conversation(request: ModelRequest) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -267,4 +461,5 @@ def from_spec(
     """The backend of an ``hf:<hub id or local path>`` spec (the part after ``hf:``)."""
     if base_url is not None:
         raise ConfigError("base_url applies to 'openai:' specs, not to 'hf:' models")
-    return HFBackend(model)
+    batch = getattr(run_config, "local_batch_size", None)
+    return HFBackend(model, max_batch_size=batch or 8)

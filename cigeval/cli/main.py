@@ -1,4 +1,4 @@
-"""The ``cigeval`` command: evaluate, validate, tasks, rubrics, meta and probe."""
+"""The ``cigeval`` command: evaluate, validate, tasks, rubrics, meta, probe and finetune."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from cigeval.cli._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from cigeval.cli._flags import add_tasks_file_flag, load_tasks_files
 from cigeval.cli.evaluate import add_evaluate_subparser, run_evaluate
+from cigeval.cli.finetune import add_finetune_subparser, run_finetune
 from cigeval.cli.meta import add_meta_subparser, run_meta
 from cigeval.cli.probe import add_probe_subparser, run_probe
 from cigeval.cli.validate import add_validate_subparser, run_validate
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.add_parser("rubrics", help="list the rubrics")
     add_meta_subparser(subparsers)
     add_probe_subparser(subparsers)
+    add_finetune_subparser(subparsers)
     return parser
 
 
@@ -67,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rubrics": run_rubrics,
         "meta": run_meta,
         "probe": run_probe,
+        "finetune": run_finetune,
     }
     try:
         return handlers[args.command](args)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cigeval.cli._common import EXIT_SAMPLE_ERRORS
 from cigeval.errors import CigevalError, InputError
 from cigeval.rules import AGGREGATE_RULES, COMBINE_RULES
 
@@ -21,6 +22,7 @@ AVERAGINGS = ("paper", "fisher_z")
 METHODS = ("spearman", "pearson", "kendall")
 SUBSETS = ("train", "test")
 DEFAULT_GRID_STEP = 0.1
+_MISSING_SHOWN = 10
 
 
 class _DeprecatedAlias(argparse.Action):
@@ -140,13 +142,22 @@ def _add_split_options(p: argparse.ArgumentParser) -> None:
 def _add_split(commands: Any) -> None:
     p = commands.add_parser(
         "split",
-        help="write a seeded train/test split of the ImagenHub samples",
-        description="Split the 1,111 ImagenHub benchmark samples into train and test, "
-        "stratified by task, at the sample level (all generators of a prompt on one side).",
+        help="write a seeded train/test split of the ImagenHub samples (or your own)",
+        description="Split the 1,111 ImagenHub benchmark samples (or those of --from FILE) "
+        "into train and test, stratified by task, at the sample level (all generators of a "
+        "prompt on one side).",
     )
     p.add_argument("--out", type=Path, required=True, metavar="FILE")
     p.add_argument("--test-fraction", type=float, default=0.4)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--from",
+        dest="from_file",
+        type=Path,
+        metavar="FILE",
+        help="split the samples of this samples or results JSONL (any dataset: task and "
+        "metadata.uid or id of each line) instead of the ImagenHub benchmark",
+    )
 
 
 def _add_samples(commands: Any) -> None:
@@ -189,33 +200,58 @@ def _add_export(commands: Any) -> None:
     p = commands.add_parser(
         "export-trajectories",
         help="write chat-format fine-tuning data from results traces",
-        description="Turn the model calls recorded in a cigeval results file into chat-format "
-        "fine-tuning JSONL (paper §3.4).",
+        description="Turn the conversations recorded in a cigeval results file (plan, each "
+        "round's tool request, observation with its images, final score) into chat-format "
+        "fine-tuning JSONL for `cigeval finetune` or TRL (paper §3.4). Image paths are "
+        "absolute unless --relative-images.",
     )
     p.add_argument("results", type=Path, metavar="RESULTS.jsonl")
     p.add_argument("--out", type=Path, required=True, metavar="FILE")
     p.add_argument(
         "--max-diff",
         type=float,
-        help="keep samples whose score is within this of the human score (paper: 0.3)",
+        help="keep samples whose score is within this of the human score on [0, 1] (paper: "
+        "0.3); the human score is the record's own `human` field when present, else the "
+        "ImagenHub ratings",
     )
     p.add_argument("--dimension", choices=DIMENSIONS, default="SC")
     p.add_argument(
         "--per",
         choices=("call", "sample"),
         default="call",
-        help="one conversation per model call or per sample",
+        help="one conversation per model call (calls continuing a conversation fold into "
+        "it) or per sample",
     )
     _add_split_options(p)
     p.add_argument(
+        "--format",
+        choices=("trl", "text"),
+        default="trl",
+        dest="export_format",
+        help="trl: content as lists of image/text parts (TRL SFTTrainer); text: one string "
+        "with an <image> placeholder per image (LLaMA-Factory, ms-swift)",
+    )
+    p.add_argument(
+        "--image-dir",
+        type=Path,
+        metavar="DIR",
+        help="folder of the run's images, searched for images a record does not list "
+        "(default: RESULTS.images next to the results file, when it exists)",
+    )
+    p.add_argument(
+        "--relative-images",
+        action="store_true",
+        help="write image paths relative to the output file's folder (default: absolute)",
+    )
+    p.add_argument(
         "--image-template",
-        default="sha256:{sha256}",
-        help="image reference per placeholder; fields {sha256} and {label}",
+        metavar="TEXT",
+        help="write image references built from {sha256}, {label} and {path} instead of file paths",
     )
     p.add_argument(
         "--keep-retried",
         action="store_true",
-        help="also keep calls whose reply was unusable and re-asked",
+        help="also keep replies that were unusable and re-asked",
     )
 
 
@@ -301,7 +337,17 @@ def _run_imagenhub(args: argparse.Namespace) -> int:
 def _run_split(args: argparse.Namespace) -> int:
     from cigeval.meta.split import make_split, save_split
 
-    split = make_split(test_fraction=args.test_fraction, seed=args.seed)
+    samples = None
+    if args.from_file is not None:
+        from cigeval.meta.split import samples_of_records
+        from cigeval.results import read_records
+
+        if not args.from_file.is_file():
+            raise InputError(f"cannot read {args.from_file}: no such file")
+        samples = samples_of_records(read_records(args.from_file))
+        if not samples:
+            raise InputError(f"{args.from_file} holds no samples (lines with a task and an id)")
+    split = make_split(test_fraction=args.test_fraction, seed=args.seed, samples=samples)
     save_split(split, args.out)
     counts = {name: sum(len(u) for u in split.subset(name).values()) for name in SUBSETS}
     print(
@@ -347,6 +393,10 @@ def _run_export(args: argparse.Namespace) -> int:
     samples = _samples(args)
     if not args.results.is_file():
         raise InputError(f"cannot read results file {args.results}: no such file")
+    image_dir = args.image_dir
+    if image_dir is None:
+        default = args.results.with_name(args.results.stem + ".images")
+        image_dir = default if default.is_dir() else None
     unreadable: list[SkippedLine] = []
     report = export_trajectories(
         read_records(args.results, unreadable),
@@ -357,6 +407,10 @@ def _run_export(args: argparse.Namespace) -> int:
         samples=samples,
         image_template=args.image_template,
         keep_retried=args.keep_retried,
+        fmt=args.export_format,
+        image_dir=image_dir,
+        base_dir=args.results.resolve().parent,
+        relative_images=args.relative_images,
     )
     if unreadable:
         report.skipped["unreadable line"] += len(unreadable)
@@ -365,6 +419,18 @@ def _run_export(args: argparse.Namespace) -> int:
         f"wrote {report.conversations} conversations from {report.samples} of "
         f"{report.records} records to {args.out}; skipped: {skipped}"
     )
+    if report.missing_images:
+        shown = report.missing_images[:_MISSING_SHOWN]
+        print(
+            f"cigeval meta: {len(report.missing_images)} image(s) the judge saw could not be "
+            "found, so their samples were left out:",
+            file=sys.stderr,
+        )
+        for missing in shown:
+            print(f"  {missing}", file=sys.stderr)
+        if len(report.missing_images) > len(shown):
+            print(f"  ... and {len(report.missing_images) - len(shown)} more", file=sys.stderr)
+        return EXIT_SAMPLE_ERRORS
     return 0
 
 

@@ -25,9 +25,9 @@ from cigeval.meta.scores import (
     load_viescore_tsv,
     records_to_frame,
 )
-from cigeval.meta.split import Split, load_split, make_split, save_split
+from cigeval.meta.split import Split, load_split, make_split, samples_of_records, save_split
 from cigeval.meta.stats import METHODS, bootstrap_ci, correlation
-from cigeval.meta.trajectories import ExportReport, export_trajectories
+from cigeval.meta.trajectories import ExportReport, MissingImage, export_trajectories
 
 __all__ = [
     "AVERAGINGS",
@@ -36,6 +36,7 @@ __all__ = [
     "METHODS",
     "ExportReport",
     "MetaResult",
+    "MissingImage",
     "Split",
     "average_correlations",
     "average_tasks",
@@ -55,5 +56,6 @@ __all__ = [
     "make_split",
     "meta_evaluate",
     "records_to_frame",
+    "samples_of_records",
     "save_split",
 ]

@@ -17,6 +17,7 @@ from typing import Any
 
 from cigeval.errors import InputError
 from cigeval.meta.human import benchmark_samples
+from cigeval.meta.scores import record_uid, task_id
 
 SPLIT_FORMAT = "cigeval-split/1"
 SUBSETS: tuple[str, ...] = ("train", "test")
@@ -84,6 +85,19 @@ def make_split(
         test[task] = sorted(shuffled[:n_test])
         train[task] = sorted(shuffled[n_test:])
     return Split(train=train, test=test, seed=seed, test_fraction=test_fraction)
+
+
+def samples_of_records(records: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Task -> sample uids of samples or results records (``metadata.uid``, else ``id``).
+
+    Lines without a task or an id are ignored; every generator's record of one uid counts once.
+    """
+    found: dict[str, set[str]] = {}
+    for record in records:
+        if not record.get("task") or record.get("id") is None:
+            continue
+        found.setdefault(task_id(str(record["task"])), set()).add(record_uid(record))
+    return {task: sorted(uids) for task, uids in sorted(found.items())}
 
 
 def save_split(split: Split, path: str | Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -114,15 +115,18 @@ async def test_uses_auto_processor_when_it_loads(
     class StandInProcessor:
         def __init__(self) -> None:
             self.tokenizer = tokenizer
+            self.image_processor = image_processor
 
         def apply_chat_template(self, conversation: list[dict[str, Any]], **kwargs: Any) -> str:
             return str(tokenizer.apply_chat_template(conversation, **kwargs))
 
-        def __call__(self, text: list[str], images: Any, return_tensors: str) -> dict[str, Any]:
+        def __call__(
+            self, text: list[str], images: Any, return_tensors: str, padding: bool
+        ) -> dict[str, Any]:
             calls.append(len(images or []))
             vision = dict(image_processor(images=images, return_tensors=return_tensors))
             prompt = _expand_image_pads(text[0], vision["image_grid_thw"], 2)
-            encoded = dict(tokenizer([prompt], return_tensors=return_tensors))
+            encoded = dict(tokenizer([prompt], return_tensors=return_tensors, padding=padding))
             pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
             encoded["mm_token_type_ids"] = (encoded["input_ids"] == pad).int()
             return {**encoded, **vision}
@@ -164,3 +168,67 @@ async def test_a_model_that_cannot_load_fails_later_requests_at_once(
         with pytest.raises(ConfigError, match="no-such-org/no-such-model"):
             await backend.complete(image_request())
     assert attempts == ["no-such-org/no-such-model"]
+
+
+def _mixed_requests(settings: GenerationSettings | None = None) -> list[Any]:
+    """Six requests of different lengths with 0, 1 or 2 images of different sizes."""
+    requests = []
+    for i in range(6):
+        images = tuple(
+            make_image((40 * i, 255 - 30 * i, n * 90), (60 + 8 * i, 60 + 14 * n))
+            for n in range(i % 3)
+        )
+        own = settings or GenerationSettings(temperature=0.0, max_tokens=5 + i, seed=0)
+        requests.append(image_request("Rate the image. " * (1 + i), images, settings=own))
+    return requests
+
+
+async def test_requests_arriving_together_share_one_generate_call(tiny_model_dir: Path) -> None:
+    """Batched greedy replies (left-padded) equal the replies made one by one."""
+    requests = _mixed_requests()
+    alone = HFBackend(tiny_model_dir, device="cpu", max_batch_size=1)
+    singles = [await alone.complete(r) for r in requests]
+    together = HFBackend(tiny_model_dir, device="cpu", max_batch_size=4, batch_wait_s=0.2)
+    batched = await asyncio.gather(*(together.complete(r) for r in requests))
+    assert alone.batch_sizes == [1] * 6
+    assert sorted(together.batch_sizes) == [2, 4]  # at most max_batch_size per call
+    for single, joint in zip(singles, batched, strict=True):
+        assert joint.text == single.text
+        assert joint.usage == single.usage
+    assert [r.usage.completion_tokens for r in batched] == [5, 6, 7, 8, 9, 10]
+    alone.close()
+    together.close()
+
+
+async def test_sampled_requests_run_alone_and_keep_their_seeds(tiny_model_dir: Path) -> None:
+    settings = GenerationSettings(temperature=1.0, max_tokens=8, seed=3)
+    requests = _mixed_requests(settings)[:3]
+    backend = HFBackend(tiny_model_dir, device="cpu", max_batch_size=8, batch_wait_s=0.2)
+    together = await asyncio.gather(*(backend.complete(r) for r in requests))
+    assert backend.batch_sizes == [1, 1, 1]
+    again = [await backend.complete(r) for r in requests]
+    assert [r.text for r in again] == [r.text for r in together]
+    backend.close()
+
+
+def test_device_dtype_and_batch_size_are_picked_for_you(tiny_model_dir: Path) -> None:
+    import torch
+
+    from cigeval.config import RunConfig
+
+    config = RunConfig(local_batch_size=3, use_cache=False)
+    backend = resolve_backend(f"hf:{tiny_model_dir}", run_config=config)
+    assert isinstance(backend, HFBackend) and backend.max_batch_size == 3
+    backend.load()
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert backend.device == expected
+    if expected == "cpu":
+        assert backend._model.dtype == torch.float32
+    with pytest.raises(ConfigError, match="at least 1"):
+        HFBackend(tiny_model_dir, max_batch_size=0)
+
+
+async def test_an_unfinished_finetune_folder_says_so(tmp_path: Path) -> None:
+    (tmp_path / "finetune.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ConfigError, match="unfinished"):
+        await HFBackend(tmp_path, device="cpu").complete(image_request())

@@ -175,6 +175,48 @@ def test_export_command(tmp_path: Path, capsys) -> None:
     assert status == 0 and "wrote 1 conversations from 1 of 1 records" in out
 
 
+def test_export_lists_missing_images_and_exits_1(tmp_path: Path, capsys) -> None:
+    sha = "ab" * 32
+    call = {
+        "type": "model_call",
+        "purpose": "judge",
+        "model": "j",
+        "reply": "8",
+        "messages": [
+            {"role": "user", "text": "Rate.", "images": [{"sha256": sha, "label": "output"}]}
+        ],
+    }
+    record = {"id": "old", "task": "text_guided_ig", "status": "ok", "score": 0.8, "trace": [call]}
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(record) + "\n")
+    status, out, err = run(
+        ["export-trajectories", str(results), "--out", str(tmp_path / "o.jsonl")], capsys
+    )
+    assert status == 1 and "wrote 0 conversations" in out and "1 missing image file" in out
+    assert f"sample old: image {sha[:12]} (output): not listed" in err
+    assert (tmp_path / "o.jsonl").read_text() == ""
+
+
+def test_split_from_a_results_file_of_any_dataset(tmp_path: Path, capsys) -> None:
+    records = [
+        {"id": f"{task}-{n}", "task": task, "metadata": {"uid": f"u{n}"}, "model": model}
+        for task in ("my_task", "text_guided_ig")
+        for n in range(10)
+        for model in ("A", "B")
+    ]
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    split_file = tmp_path / "split.json"
+    argv = ["split", "--from", str(results), "--out", str(split_file), "--test-fraction", "0.3"]
+    status, out, _ = run(argv, capsys)
+    assert status == 0 and "14 train and 6 test samples" in out
+    data = json.loads(split_file.read_text())
+    assert data["counts"]["test"] == {"my_task": 3, "text_guided_ig": 3}
+    assert set(data["train"]["my_task"]) | set(data["test"]["my_task"]) == {
+        f"u{n}" for n in range(10)
+    }
+
+
 def test_python_dash_m_runs_the_command(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
