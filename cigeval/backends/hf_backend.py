@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cigeval._hub import ensure_loadable
 from cigeval.errors import (
     BackendError,
     CigevalError,
@@ -230,6 +231,7 @@ class HFBackend:
         from cigeval.training.outputs import resolve_model_folder
 
         folder = resolve_model_folder(self.model_name_or_path)
+        ensure_loadable(str(folder.weights), "the judge model")
         if self.device is None:
             self.device = _default_device(torch)
         dtype = _dtype(torch, self.dtype, str(self.device))
