@@ -12,19 +12,12 @@ from typing import Any
 import pytest
 
 from cigeval.cli import main
+from cigeval.tasks.ids import TASK_IDS
 from cigeval.testing import rule_judge
 from tests.openai_server import FakeOpenAIServer
 from tests.probe_judges import probe_judge
 
-SEVEN = [
-    "text_guided_ig",
-    "mask_guided_ie",
-    "text_guided_ie",
-    "subject_driven_ig",
-    "subject_driven_ie",
-    "multi_concept_ic",
-    "control_guided_ig",
-]
+SEVEN = list(TASK_IDS)
 
 
 def probe_cli(server: FakeOpenAIServer, out: Path, *extra: str, model: str = "openai:judge") -> int:

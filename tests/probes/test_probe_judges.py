@@ -13,19 +13,13 @@ from cigeval.backends import CachedBackend, ResponseCache
 from cigeval.evaluation import Evaluator
 from cigeval.evaluation._sync import run_sync
 from cigeval.probes import ProbeReport, build_probe_set, run_probe_set, run_probes
+from cigeval.tasks.ids import TASK_IDS
 from cigeval.testing import rule_judge
 from tests.probe_judges import constant_scorer, probe_judge, request_parts, text_scorer
 
 NO_CACHE = RunConfig(cache_dir=None, use_cache=False)
-SEVEN = {
-    "text_guided_ig",
-    "mask_guided_ie",
-    "text_guided_ie",
-    "subject_driven_ig",
-    "subject_driven_ie",
-    "multi_concept_ic",
-    "control_guided_ig",
-}
+
+SEVEN = set(TASK_IDS)
 BLIND_JUDGES = {
     "rule_judge": rule_judge(),
     "constant": probe_judge(constant_scorer(7)),

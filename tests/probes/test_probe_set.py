@@ -12,16 +12,9 @@ from cigeval.errors import ConfigError
 from cigeval.probes import PROBE_KINDS, build_probe_set, probe_tasks
 from cigeval.probes.scenes import BLANK_COLOUR, SIZE
 from cigeval.sample import iter_samples_file, load_sample_images
+from cigeval.tasks.ids import TASK_IDS
 
-SEVEN = [
-    "text_guided_ig",
-    "mask_guided_ie",
-    "text_guided_ie",
-    "subject_driven_ig",
-    "subject_driven_ie",
-    "multi_concept_ic",
-    "control_guided_ig",
-]
+SEVEN = list(TASK_IDS)
 
 
 @pytest.fixture(scope="module")
