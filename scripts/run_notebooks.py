@@ -9,12 +9,15 @@ HF_HUB_OFFLINE=1 (nothing is downloaded), each cell under a time limit. A cell t
 stops that notebook: the command names the notebook and the cell, leaves the file as it was,
 and exits with status 1 once every notebook has been tried. Volatile metadata (execution
 timestamps, the Python patch version) is not written, so regenerating a notebook whose
-outputs did not change leaves its file unchanged.
+outputs did not change leaves its file unchanged. The saved metadata records a hash of the
+code cells (``cigeval.sources_sha256``), so tests/test_notebooks.py can tell when a cell was
+edited after its outputs were saved.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -99,6 +102,12 @@ def execute(path: Path, cell_timeout: int = CELL_TIMEOUT_S) -> NotebookRun:
     return NotebookRun(path, time.perf_counter() - clock, notebook, failure)
 
 
+def sources_sha256(notebook: nbformat.NotebookNode) -> str:
+    """A hash of the code cells' sources: what the saved outputs were produced from."""
+    code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    return hashlib.sha256("\x1f".join(code).encode("utf-8")).hexdigest()
+
+
 def strip_volatile(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Drop metadata that changes on every run or machine (timestamps, Python patch level)."""
     for cell in notebook.cells:
@@ -111,8 +120,14 @@ def strip_volatile(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def save(run: NotebookRun) -> bool:
-    """Write the executed notebook over its file; True when the file changed."""
-    text = nbformat.writes(strip_volatile(run.notebook))
+    """Write the executed notebook over its file; True when the file changed.
+
+    The notebook's metadata records the hash of the code it ran (``cigeval.sources_sha256``),
+    so a test can tell when a cell was edited after its outputs were saved.
+    """
+    notebook = strip_volatile(run.notebook)
+    notebook.metadata["cigeval"] = {"sources_sha256": sources_sha256(notebook)}
+    text = nbformat.writes(notebook)
     text += "" if text.endswith("\n") else "\n"
     if run.path.read_text(encoding="utf-8") == text:
         return False
