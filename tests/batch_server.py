@@ -59,7 +59,7 @@ class FakeBatchServer(FakeOpenAIServer):
     polls_to_complete: int = 1
     batches: list[FakeBatch] = field(default_factory=list, init=False)
     files: dict[str, bytes] = field(default_factory=dict, init=False)
-    _line_faults: list[tuple[str, int | None, str]] = field(default_factory=list, init=False)
+    _line_faults: list[list[Any]] = field(default_factory=list, init=False)
     _outcomes: list[str] = field(default_factory=list, init=False)
     _released: threading.Event = field(default_factory=threading.Event, init=False)
     _ids: Any = field(default_factory=itertools.count, init=False)
@@ -75,9 +75,16 @@ class FakeBatchServer(FakeOpenAIServer):
         """Let held batches finish on their next check."""
         self._released.set()
 
-    def fail_line(self, match: str, status: int | None = 500, message: str = "boom") -> None:
-        """Lines whose request text contains ``match`` fail (every time they are sent)."""
-        self._line_faults.append((match, status, message))
+    def fail_line(
+        self,
+        match: str,
+        status: int | None = 500,
+        message: str = "boom",
+        times: int | None = None,
+    ) -> None:
+        """Lines whose request text contains ``match`` fail, the first ``times`` times they
+        are run (None: every time)."""
+        self._line_faults.append([match, status, message, times])
 
     def outcome(self, kind: str) -> None:
         """The next batch created ends ``failed``, ``expired`` or ``cancelled``."""
@@ -197,8 +204,17 @@ class FakeBatchServer(FakeOpenAIServer):
                 code = "batch_expired" if batch.outcome == "expired" else "batch_cancelled"
                 errors.append(_error_line(line, None, code, f"not run: the batch {batch.outcome}"))
                 continue
-            fault = next((f for f in self._line_faults if f[0] in request_text(line["body"])), None)
+            fault = next(
+                (
+                    f
+                    for f in self._line_faults
+                    if f[0] in request_text(line["body"]) and (f[3] is None or f[3] > 0)
+                ),
+                None,
+            )
             if fault is not None:
+                if fault[3] is not None:
+                    fault[3] -= 1
                 errors.append(_error_line(line, fault[1], "fault", fault[2]))
                 continue
             body = line["body"]

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from cigeval.backends.batch._executor import CountingExecutor
@@ -397,9 +397,11 @@ class BatchCoordinator:
                 backend.save(custom_id, result)
                 if item is not None:
                     self._in_batch.pop(custom_id, None)
-                    for waiter in item.waiters:
+                    # As on the direct path, callers who joined an identical request already
+                    # asked get the reply marked cached: one call was made for all of them.
+                    for index, waiter in enumerate(item.waiters):
                         if not waiter.done():
-                            waiter.set_result(result)
+                            waiter.set_result(replace(result, cached=index > 0))
                 continue
             if result is None:
                 result = LineFailure(
