@@ -167,3 +167,20 @@ def test_only_openai_judges_of_an_ensemble_are_batched(env: Path) -> None:
     assert isinstance(evaluator.backends[0], BatchBackend)
     assert isinstance(evaluator.backends[1], ScriptedBackend)
     assert asyncio.iscoroutinefunction(evaluator.backends[0].complete)
+
+
+def test_the_summary_shows_the_batches_and_the_saving(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    samples = study(env)
+    prices = env / "prices.json"
+    prices.write_text('{"fake-model": {"prompt": 1000000, "completion": 2000000}}')
+    with FakeBatchServer(rule_judge()) as server:
+        flags = ("--batch", "--batch-poll", "0.02", "--price-table", str(prices))
+        assert run_cli(server, samples, env / "r.jsonl", *flags, "--tools", "") == 0
+        sent = len(server.requests)
+    err = capsys.readouterr().err
+    # The fake server reports 11 prompt and 7 completion tokens per call: $25 a call listed.
+    listed, saved = 25.0 * sent, 12.5 * sent
+    assert f"batch API: {sent} calls sent in 1 new batch(es) (stage 1: {sent})" in err
+    assert f"batch discount saved ${saved:.4f} of ${listed:.4f}" in err
