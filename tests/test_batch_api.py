@@ -115,10 +115,13 @@ def _evaluator(server: FakeBatchServer, env: Path, **settings: Any) -> Evaluator
 def test_stages_are_split_at_the_request_limit(env: Path) -> None:
     samples = list(iter_samples_file(study(env)))
     with FakeBatchServer(rule_judge()) as server:
-        scores = _evaluator(server, env, batch_max_requests=3).evaluate_many(samples)
+        evaluator = _evaluator(server, env, batch_max_requests=3)
+        scores = evaluator.evaluate_many(samples)
     assert all(s.ok for s in scores)
-    assert [len(b.lines) for b in server.batches[:3]] == [3, 3, 1]  # the seven plans
+    assert evaluator.batch is not None
+    assert sorted(evaluator.batch.stats.stages()[1]) == [1, 3, 3]  # the seven plans
     assert all(len(b.lines) <= 3 for b in server.batches)
+    assert sorted(len(b.lines) for b in server.batches[:3]) == [1, 3, 3]
 
 
 def test_a_request_larger_than_a_batch_file_is_an_error_naming_the_limit(env: Path) -> None:

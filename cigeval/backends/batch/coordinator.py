@@ -39,9 +39,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("cigeval.backends.batch")
 
-#: How long the queue must stay unchanged before a complete stage is sent (seconds): lets
-#: the replies of the previous batch finish turning into new requests.
+#: How long nothing may happen (no request queued, no thread job ending, no reply handed
+#: out) before a complete stage is sent, in seconds: lets the replies of the previous batch
+#: and the tools' results finish turning into new requests.
 SETTLE_S = 0.05
+#: The most the queue's timer may fire late for the event loop to count as idle (seconds):
+#: a late timer means ready work (a sample between two steps) was still being run.
+MAX_LAG_S = 0.02
 #: Without samples to watch (calls made outside an Evaluator), the quiet time that ends a stage.
 UNTRACKED_QUIET_S = 1.0
 #: When some sample waits on something else (another, non-batched judge), the quiet time
@@ -109,7 +113,7 @@ class BatchCoordinator:
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._active: set[_Activity] = set()
-        self._last_enqueue = 0.0
+        self._last_activity = 0.0
         self._wake: asyncio.Event | None = None
         self._executor: CountingExecutor | None = None
         self._flusher: asyncio.Task[None] | None = None
@@ -142,6 +146,7 @@ class BatchCoordinator:
         finally:
             self._active.discard(activity)
             _SAMPLE.reset(token)
+            self._last_activity = time.monotonic()
             self._poke()
 
     async def request(
@@ -191,6 +196,8 @@ class BatchCoordinator:
             self._wake.set()
 
     def _poke_threadsafe(self) -> None:
+        """A thread job ended (called in the worker thread)."""
+        self._last_activity = time.monotonic()
         loop = self._loop
         if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
@@ -215,7 +222,7 @@ class BatchCoordinator:
                 self._start(self._poll(backend, record), record.id)
         else:
             self._queue[custom_id] = item
-            self._last_enqueue = time.monotonic()
+            self._last_activity = time.monotonic()
         self._poke()
         return future
 
@@ -225,15 +232,20 @@ class BatchCoordinator:
             await self._wake.wait()
             self._wake.clear()
             while self._queue:
+                started = time.monotonic()
                 await asyncio.sleep(SETTLE_S)
-                if self._queue and self._stage_complete():
+                now = time.monotonic()
+                # A late timer means the loop is busy, unless nothing happened for long.
+                idle = now - started - SETTLE_S < MAX_LAG_S
+                idle = idle or now - self._last_activity >= STALLED_QUIET_S
+                if self._queue and idle and self._stage_complete():
                     self._flush()
 
     def _stage_complete(self) -> bool:
         """True when the queued requests are all this stage will get."""
         if self._executor is not None and self._executor.busy:
             return False  # a tool (or a parse) is running in a thread: its call is coming
-        quiet = time.monotonic() - self._last_enqueue
+        quiet = time.monotonic() - self._last_activity
         if quiet < SETTLE_S:
             return False
         if not self._active:
@@ -415,6 +427,7 @@ class BatchCoordinator:
                 self._settle_failure(item, f"batch {record.id}: {result.message}", result.retryable)
         for item in self._items_of(record):  # attached, yet not listed in the batch
             self._settle_failure(item, f"batch {record.id} does not hold this request", True)
+        self._last_activity = time.monotonic()  # the samples handed replies go on
         record.downloaded = True
         if failed:
             self.state.forget(failed)
@@ -428,7 +441,7 @@ class BatchCoordinator:
         if retryable and item.attempts <= self.retries:
             item.batch_id = None
             self._queue[item.custom_id] = item
-            self._last_enqueue = time.monotonic()
+            self._last_activity = time.monotonic()
             self.stats.resubmitted += 1
             self._poke()
             return
