@@ -200,6 +200,52 @@ class RunConfig(BaseModel):
         "and trajectory exports (command line default: RESULTS.images next to --out)",
         json_schema_extra=_flag("--image-dir", metavar="DIR"),
     )
+    batch: bool = Field(
+        False,
+        description="send every model call of openai: judges through the provider's Batch API "
+        "(upload, create, poll, download; half price on OpenAI, answers within a day): each "
+        "stage of the agent (plan, judge, re-asks) as a handful of batches (docs/batch.md)",
+        json_schema_extra=_flag("--batch"),
+    )
+    batch_poll_s: float = Field(
+        30.0,
+        gt=0,
+        description="seconds between status checks of a submitted batch",
+        json_schema_extra=_flag("--batch-poll", metavar="SECONDS"),
+    )
+    batch_samples: int = Field(
+        1000,
+        ge=1,
+        description="samples in flight at once under --batch; each stage's calls of these "
+        "samples share batches (--concurrency does not apply under --batch)",
+        json_schema_extra=_flag("--batch-samples"),
+    )
+    batch_max_requests: int = Field(
+        50_000,
+        ge=1,
+        description="requests per batch file (OpenAI's limit: 50,000); larger stages are split",
+        json_schema_extra=_flag("--batch-max-requests"),
+    )
+    batch_max_bytes: int = Field(
+        200_000_000,
+        ge=1,
+        description="bytes per batch file (OpenAI's limit: 200 MB); larger stages are split",
+        json_schema_extra=_flag("--batch-max-bytes"),
+    )
+    batch_retries: int = Field(
+        2,
+        ge=0,
+        description="resubmissions of a batched request that failed (HTTP 429/5xx, a batch "
+        "that failed, expired or was cancelled) before it becomes an error record",
+        json_schema_extra=_flag("--batch-retries"),
+    )
+    batch_state: Path | None = Field(
+        None,
+        description="file recording the submitted batches, so a killed run resumes polling "
+        "them instead of paying twice (command line default: RESULTS.batches.json next to "
+        "--out; none: kept in memory only)",
+        json_schema_extra=_flag("--batch-state", metavar="FILE"),
+    )
 
 
 class EnsembleConfig(BaseModel):

@@ -50,6 +50,11 @@ def bypass_cached_answers() -> Iterator[None]:
         _REFRESH.reset(token)
 
 
+def cache_bypassed() -> bool:
+    """True within :func:`bypass_cached_answers` (cached answers are not to be read)."""
+    return _REFRESH.get()
+
+
 def cache_key(identity: str, request: ModelRequest, endpoint: str | None = None) -> str:
     """The sha256 hex key of a request to a model.
 

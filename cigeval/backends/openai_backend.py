@@ -166,6 +166,11 @@ class OpenAIBackend:
                 )
             return pool[shard]
 
+    def sdk_client(self) -> openai.AsyncOpenAI:
+        """An SDK client for the first server of the spec, bound to the running event loop
+        (the batch path uploads files and manages batches with it; it never retries)."""
+        return self._client(0)
+
     async def aclose(self) -> None:
         """Close the HTTP connections opened in the running event loop."""
         clients = self._clients.pop(asyncio.get_running_loop(), [])
@@ -350,6 +355,10 @@ class OpenAIBackend:
         tries = "attempt" if attempts == 1 else "attempts"
         return f"{self.identity} at {where} failed after {attempts} {tries}: {error}{hint}"
 
+    def redact(self, text: str) -> str:
+        """``text`` with the API key replaced by ``***`` (for messages built outside)."""
+        return self._redact(text)
+
     def _redact(self, text: str) -> str:
         key = self._key.value
         return text.replace(key, "***") if key != PLACEHOLDER_KEY else text
@@ -417,6 +426,23 @@ def _read_completion(completion: object, default_model: str) -> tuple[str, str, 
     finish_reason = choice.finish_reason
     reason = str(finish_reason) if finish_reason is not None else None
     return text, completion.model or default_model, usage, reason
+
+
+def read_completion(completion: object, default_model: str) -> tuple[str, str, Usage, str | None]:
+    """The reply text, served model name, usage and finish reason of a chat completion.
+
+    Raises ValueError when the completion is not usable (no choices, no content). The batch
+    path reads its output lines with it, so a batched reply is read as a direct one is.
+    """
+    try:
+        return _read_completion(completion, default_model)
+    except _MalformedReply as exc:
+        raise ValueError(str(exc)) from None
+
+
+def public_endpoint(url: str | None) -> str:
+    """``url`` as recorded in a reply: no credentials, query or fragment, no trailing slash."""
+    return _endpoint_url(url)
 
 
 def _retry_after(headers: Any) -> float | None:

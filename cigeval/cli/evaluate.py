@@ -75,7 +75,14 @@ def build_configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, Ense
     """The three configs from the parsed ``evaluate`` arguments (UsageError when invalid)."""
     return (
         build_config(args, EvalConfig),
-        build_config(args, RunConfig, base={"image_dir": default_image_dir(args.out)}),
+        build_config(
+            args,
+            RunConfig,
+            base={
+                "image_dir": default_image_dir(args.out),
+                "batch_state": default_batch_state(args.out),
+            },
+        ),
         build_config(args, EnsembleConfig),
     )
 
@@ -83,6 +90,11 @@ def build_configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, Ense
 def default_image_dir(out: Path) -> Path:
     """Where a run keeps the images it showed the judge: ``results.jsonl`` -> ``results.images``."""
     return out.with_name(out.stem + ".images")
+
+
+def default_batch_state(out: Path) -> Path:
+    """Where ``--batch`` records its batches: ``results.jsonl`` -> ``results.batches.json``."""
+    return out.with_name(out.stem + ".batches.json")
 
 
 def _pending(
@@ -238,6 +250,8 @@ def _run(args: argparse.Namespace, evaluator: Evaluator, run_config: RunConfig) 
             progress.close()
         summary.skipped = counts["skipped"]
     wall = time.perf_counter() - started
+    if evaluator.batch is not None:
+        summary.batch = evaluator.batch.stats
     print(summary.render(wall), file=sys.stderr)
     if counts["duplicates"]:
         print(f"{counts['duplicates']} repeated sample id(s) were not evaluated", file=sys.stderr)

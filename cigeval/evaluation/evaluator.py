@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Collection, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
@@ -31,6 +31,9 @@ from cigeval.score import Score, Verdict
 from cigeval.session import JudgeSession
 from cigeval.tools import resolve_tools
 from cigeval.trace import ErrorEvent, Trace
+
+if TYPE_CHECKING:
+    from cigeval.backends.batch import BatchCoordinator
 
 T = TypeVar("T")
 #: What the evaluator accepts as a sample: a Sample, a line of a samples file, or a dict.
@@ -77,6 +80,13 @@ class Evaluator:
         self.backends: list[Backend] = [
             resolve_backend(m, base_url=base_url, run_config=self.run_config) for m in models
         ]
+        #: The Batch API coordinator under ``RunConfig(batch=True)`` (``--batch``), else None.
+        self.batch: BatchCoordinator | None = None
+        if self.run_config.batch:
+            from cigeval.backends.batch import BatchCoordinator, batch_backends
+
+            self.batch = BatchCoordinator.from_run_config(self.run_config)
+            self.backends = batch_backends(self.backends, self.batch)
         self.backend = self.backends[0]
         self.judges = build_judges(
             self.backends, self.config.generation(), self.ensemble, self.config.prompt_dir
@@ -183,7 +193,9 @@ class Evaluator:
         answers replace them), e.g. to rerun a sample that ended in error.
         """
         bypass = bypass_cached_answers() if refresh_cache else contextlib.nullcontext()
-        with bypass:
+        # Under --batch the coordinator watches this sample to tell when a stage is complete.
+        scope = self.batch.sample_scope() if self.batch else contextlib.nullcontext()
+        with bypass, scope:
             return await self._evaluate(item)
 
     async def _evaluate(self, item: SampleInput) -> Score:
@@ -262,6 +274,8 @@ class Evaluator:
         the ``*_async`` methods in a loop that will end (connections left open are closed by
         the garbage collector later, which fails noisily once their loop is closed).
         """
+        if self.batch is not None:
+            await self.batch.aclose()
         for backend in self.backends:
             inner = getattr(backend, "inner", backend)  # CachedBackend wraps the real one
             close = getattr(inner, "aclose", None)
@@ -284,9 +298,10 @@ class Evaluator:
         """Yield Scores as samples finish, at most ``concurrency`` at once.
 
         ``items`` is consumed lazily, so memory stays bounded for any number of samples.
-        Samples whose id is in ``refresh_ids`` are judged without cached answers.
+        Samples whose id is in ``refresh_ids`` are judged without cached answers. Under
+        ``batch`` the limit is ``run_config.batch_samples`` (their calls share batches).
         """
-        limit = concurrency or self.run_config.concurrency
+        limit = self._sample_limit(concurrency)
         iterator = iter(items)
         pending: set[asyncio.Future[Score]] = set()
         exhausted = False
@@ -319,7 +334,7 @@ class Evaluator:
         """Judge many samples concurrently; results in input order."""
         materialised = list(items)
         results: list[Score | None] = [None] * len(materialised)
-        semaphore = asyncio.Semaphore(concurrency or self.run_config.concurrency)
+        semaphore = asyncio.Semaphore(self._sample_limit(concurrency))
 
         async def one(index: int, item: SampleInput) -> None:
             async with semaphore:
@@ -327,6 +342,12 @@ class Evaluator:
 
         await asyncio.gather(*(one(i, x) for i, x in enumerate(materialised)))
         return [r for r in results if r is not None]
+
+    def _sample_limit(self, concurrency: int | None) -> int:
+        """Samples in flight at once: ``batch_samples`` under batch, else ``concurrency``."""
+        if self.batch is not None:
+            return self.run_config.batch_samples
+        return concurrency or self.run_config.concurrency
 
     def evaluate_many(
         self, items: Iterable[SampleInput], concurrency: int | None = None

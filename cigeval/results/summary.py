@@ -6,14 +6,24 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cigeval.errors import ConfigError
 from cigeval.score import Score
 
+if TYPE_CHECKING:
+    from cigeval.backends.batch import BatchStats
+
+#: The share of the list price a Batch API call is spared (OpenAI: half).
+DEFAULT_BATCH_DISCOUNT = 0.5
+
 
 def load_price_table(path: str | Path) -> dict[str, dict[str, float]]:
-    """Read a price table: ``{"<model>": {"prompt": USD, "completion": USD}}`` per 1M tokens."""
+    """Read a price table: ``{"<model>": {"prompt": USD, "completion": USD}}`` per 1M tokens.
+
+    An entry may add ``"batch_discount"``: the share of the price a Batch API call is spared
+    (default 0.5, OpenAI's), used for the saving reported under ``--batch``.
+    """
     try:
         table = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -24,10 +34,18 @@ def load_price_table(path: str | Path) -> dict[str, dict[str, float]]:
         raise ConfigError(
             'price table must map model names to {"prompt": USD per 1M, "completion": USD per 1M}'
         )
-    return {
-        k: {"prompt": float(v["prompt"]), "completion": float(v["completion"])}
+    table = {
+        k: {
+            "prompt": float(v["prompt"]),
+            "completion": float(v["completion"]),
+            "batch_discount": float(v.get("batch_discount", DEFAULT_BATCH_DISCOUNT)),
+        }
         for k, v in table.items()
     }
+    for model, price in table.items():
+        if not 0.0 <= price["batch_discount"] <= 1.0:
+            raise ConfigError(f"price table: batch_discount of {model!r} must be within 0 and 1")
+    return table
 
 
 @dataclass
@@ -47,6 +65,8 @@ class RunSummary:
     cost_usd: float = 0.0
     judges: set[str] = field(default_factory=set)
     judgments_per_sample: int = 1
+    #: What the Batch API path did (``--batch``), or None.
+    batch: BatchStats | None = None
 
     def add(self, score: Score) -> None:
         """Count one finished sample."""
@@ -79,6 +99,22 @@ class RunSummary:
                     ) / 1e6
 
     @property
+    def batch_saving_usd(self) -> float:
+        """What the batch discount spared on the replies read from batches (0 without a
+        price table or without ``--batch``)."""
+        if not self.prices or self.batch is None:
+            return 0.0
+        saved = 0.0
+        for model, (prompt, completion) in self.batch.tokens.items():
+            price = self.prices.get(model) or next(
+                (self.prices[j] for j in sorted(self.judges) if j in self.prices), None
+            )
+            if price:
+                listed = (prompt * price["prompt"] + completion * price["completion"]) / 1e6
+                saved += listed * price.get("batch_discount", DEFAULT_BATCH_DISCOUNT)
+        return saved
+
+    @property
     def all_ok(self) -> bool:
         """True when no sample (in this run or recorded before it) ended in error."""
         return self.statuses["error"] == 0 and self.previous_errors == 0
@@ -94,7 +130,9 @@ class RunSummary:
             "cached_calls": self.cached_calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
-            "cost_usd": round(self.cost_usd, 4) if self.prices else None,
+            "cost_usd": round(self.cost_usd - self.batch_saving_usd, 4) if self.prices else None,
+            "batch": self.batch.as_dict() if self.batch is not None else None,
+            "batch_saving_usd": round(self.batch_saving_usd, 4) if self.batch else None,
             "judgments_per_sample": self.judgments_per_sample,
             "wall_s": round(wall_s, 2),
         }
@@ -120,8 +158,30 @@ class RunSummary:
                 f"ensemble: {self.judgments_per_sample} judgments per sample "
                 "(the calls, tokens and cost above include every judgment)"
             )
+        if self.batch is not None:
+            stats = self.batch
+            stages = "; ".join(
+                f"stage {stage}: {'+'.join(map(str, sizes))}"
+                for stage, sizes in stats.stages().items()
+            )
+            resumed = sum(1 for b in stats.batches if b.resumed)
+            lines.append(
+                f"batch API: {stats.calls_sent} calls sent in "
+                f"{len(stats.batches) - resumed} new batch(es)"
+                + (f", {resumed} resumed" if resumed else "")
+                + (f" ({stages})" if stages else "")
+                + (f"; {stats.resubmitted} resubmitted" if stats.resubmitted else "")
+                + (f"; {stats.errors} failed for good" if stats.errors else "")
+            )
         if self.prices:
-            lines.append(f"cost: ${self.cost_usd:.4f}")
+            saving = self.batch_saving_usd
+            if self.batch is not None:
+                lines.append(
+                    f"cost: ${self.cost_usd - saving:.4f} (batch discount saved ${saving:.4f} "
+                    f"of ${self.cost_usd:.4f} at list prices)"
+                )
+            else:
+                lines.append(f"cost: ${self.cost_usd:.4f}")
         rate = done / wall_s if wall_s > 0 else 0.0
         lines.append(f"time: {wall_s:.1f} s ({rate:.2f} samples/s)")
         for sample_id, message in self.errors[:max_errors]:

@@ -1,0 +1,113 @@
+"""The provider calls of the batch path: upload a file, create a batch, poll it, download.
+
+Uses the openai SDK's ``files`` and ``batches`` resources, so any server implementing those
+endpoints works (OpenAI; vLLM's and LiteLLM's batch front-ends). Each call is retried on
+connection failures, timeouts, 408/409/429 and 5xx with the backend's retry count and
+backoff; other errors fail at once. The API key never appears in a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from cigeval.errors import BackendError
+
+if TYPE_CHECKING:
+    from openai.types import Batch
+
+    from cigeval.backends.openai_backend import OpenAIBackend
+
+T = TypeVar("T")
+_RETRYABLE_STATUS = {408, 409, 429}
+
+
+class BatchClient:
+    """Files and batches of the first server of an :class:`OpenAIBackend`."""
+
+    def __init__(self, backend: OpenAIBackend) -> None:
+        self.backend = backend
+
+    @property
+    def endpoint(self) -> str:
+        """The server holding the batches (the backend's first URL, without credentials)."""
+        from cigeval.backends.openai_backend import public_endpoint
+
+        return public_endpoint(self.backend.base_urls[0])
+
+    async def upload(self, name: str, data: bytes) -> str:
+        """Upload a batch input file; its file id."""
+        client = self.backend.sdk_client()
+        uploaded = await self._call(
+            "upload the batch input file",
+            lambda: client.files.create(file=(name, data, "application/jsonl"), purpose="batch"),
+        )
+        return str(uploaded.id)
+
+    async def create(self, input_file_id: str, metadata: dict[str, str]) -> Batch:
+        """Create a batch of chat completions from an uploaded file."""
+        client = self.backend.sdk_client()
+        return await self._call(
+            "create the batch",
+            lambda: client.batches.create(
+                input_file_id=input_file_id,
+                endpoint="/v1/chat/completions",
+                completion_window="24h",
+                metadata=metadata,
+            ),
+        )
+
+    async def retrieve(self, batch_id: str) -> Batch:
+        """The batch's current state."""
+        client = self.backend.sdk_client()
+        return await self._call(
+            f"check batch {batch_id}", lambda: client.batches.retrieve(batch_id)
+        )
+
+    async def download(self, file_id: str) -> bytes:
+        """The content of an output or error file."""
+        client = self.backend.sdk_client()
+        content = await self._call(
+            f"download file {file_id}", lambda: client.files.content(file_id)
+        )
+        return bytes(content.content)
+
+    async def _call(self, what: str, send: Callable[[], Awaitable[T]]) -> T:
+        import openai
+
+        backend = self.backend
+        attempts = 0
+        while True:
+            attempts += 1
+            retryable = True
+            try:
+                return await send()
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                detail = f"HTTP {status}: {_status_detail(exc)}"
+                retryable = status in _RETRYABLE_STATUS or status >= 500
+            except openai.APITimeoutError:
+                detail = f"timed out after {backend.timeout_s:g} s"
+            except openai.APIConnectionError as exc:
+                detail = f"connection failed: {exc}"
+            if not retryable or attempts > backend.max_retries:
+                tries = "attempt" if attempts == 1 else "attempts"
+                raise BackendError(
+                    backend.redact(
+                        f"{backend.identity} at {self.endpoint}: could not {what} after "
+                        f"{attempts} {tries}: {detail}"
+                    )
+                )
+            ceiling = min(backend.backoff_max_s, backend.backoff_base_s * 2 ** (attempts - 1))
+            await asyncio.sleep(ceiling * random.uniform(0.5, 1.0))
+
+
+def _status_detail(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        message = error.get("message") if isinstance(error, dict) else error
+        return str(message)[:300]
+    return str(getattr(exc, "message", exc))[:300]
