@@ -258,7 +258,7 @@ class Report:
             else ""
         )
         return (
-            f"<div><style>{CARD_CSS}{_FRAGMENT_CSS}</style>{self._problems()}"
+            f'<div class="cg-report"><style>{CARD_CSS}{_FRAGMENT_CSS}</style>{self._problems()}'
             f"{self._leaderboards()}<h2>Samples</h2>{''.join(c['html'] for c in cards)}{more}</div>"
         )
 
@@ -267,6 +267,9 @@ class Report:
 
 
 _FRAGMENT_CSS = (
+    ".cg-report{font-family:system-ui,sans-serif;color:#222}"
+    ".cg-report h2{font-size:16px;margin:14px 0 6px}.cg-report h3{font-size:14px;margin:10px 0 4px}"
+    ".cg-note{font-size:12px;color:#666}.cg-warn{color:#a00}"
     ".cg-box{border:1px solid #ddd;border-radius:6px;padding:6px 10px;margin:6px 0}"
     "table.cg-t{border-collapse:collapse;font-size:12px}"
     ".cg-t th,.cg-t td{padding:2px 8px;border-bottom:1px solid #eee;text-align:left}"
