@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         evaluate_many,
         evaluate_many_async,
     )
+    from cigeval.report import report_html, write_report
     from cigeval.results import read_records, to_frame
     from cigeval.rubrics import Rubric, define_rubric, register_rubric
     from cigeval.sample import Sample, iter_samples_file
@@ -60,6 +61,8 @@ _PUBLIC: dict[str, str] = {
     "SubScore": "cigeval.score",
     "read_records": "cigeval.results",
     "to_frame": "cigeval.results",
+    "report_html": "cigeval.report",
+    "write_report": "cigeval.report",
     # extension points
     "TaskSpec": "cigeval.tasks",
     "SubQuestion": "cigeval.tasks",
@@ -117,8 +120,10 @@ __all__ = [
     "register_rubric",
     "register_task",
     "register_tool",
+    "report_html",
     "rule_judge",
     "to_frame",
+    "write_report",
 ]
 
 

@@ -134,7 +134,9 @@ class Sample(BaseModel):
         return texts
 
     def passthrough(self) -> dict[str, Any]:
-        """Fields copied verbatim into the result record."""
+        """Fields copied into the result record: ``model``, ``human``, ``metadata`` verbatim,
+        and ``conditions`` (the text conditions, :meth:`text_fields`) so a report can show
+        what each output was asked to be."""
         out: dict[str, Any] = {}
         if self.model is not None:
             out["model"] = self.model
@@ -142,6 +144,9 @@ class Sample(BaseModel):
             out["human"] = self.human
         if self.metadata:
             out["metadata"] = self.metadata
+        conditions = self.text_fields()
+        if conditions:
+            out["conditions"] = conditions
         return out
 
 

@@ -234,7 +234,13 @@ class Score(BaseModel):
             passthrough=passthrough,
         )
 
-    def _repr_html_(self) -> str:
+    def to_html(self) -> str:
+        """This score as an HTML card (the report's): condition text, input images (output
+        last), the judge, each sub-question with its tool and images, the reasoning. Model
+        text is escaped; images are inline, so the HTML stands alone."""
         from cigeval.results.html import score_to_html
 
         return score_to_html(self)
+
+    def _repr_html_(self) -> str:
+        return self.to_html()

@@ -266,7 +266,11 @@ def test_many_samples_concurrently_in_input_order(tmp_path: Path):
     assert [r.id for r in results] == [r["id"] for r in records]
     assert all(r.ok for r in results)
     assert in_flight["max"] > 1
-    assert results[0].passthrough == {"model": "SD", "human": 0.5}
+    assert results[0].passthrough == {
+        "model": "SD",
+        "human": 0.5,
+        "conditions": {"prompt": "a red square"},
+    }
 
 
 def test_evaluate_works_inside_a_running_event_loop(seven):

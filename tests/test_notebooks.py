@@ -25,7 +25,7 @@ pytest.importorskip("ipykernel")
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 #: Notebooks whose point is what they show: their saved outputs must include an image.
-SHOWS_IMAGES = {"case_studies.ipynb", "custom_tool_ocr.ipynb"}
+SHOWS_IMAGES = {"case_studies.ipynb", "custom_tool_ocr.ipynb", "report_small_run.ipynb"}
 #: Above this a code host may refuse to render a notebook (and a diff becomes unreadable).
 MAX_BYTES = 2 * 1024 * 1024
 

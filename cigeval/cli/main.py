@@ -1,4 +1,4 @@
-"""The ``cigeval`` command: evaluate, validate, tasks, rubrics, meta, probe and finetune."""
+"""The ``cigeval`` command: evaluate, validate, tasks, rubrics, meta, probe, finetune, report."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from cigeval.cli.evaluate import add_evaluate_subparser, run_evaluate
 from cigeval.cli.finetune import add_finetune_subparser, run_finetune
 from cigeval.cli.meta import add_meta_subparser, run_meta
 from cigeval.cli.probe import add_probe_subparser, run_probe
+from cigeval.cli.report import add_report_subparser, run_report
 from cigeval.cli.validate import add_validate_subparser, run_validate
 
 
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_meta_subparser(subparsers)
     add_probe_subparser(subparsers)
     add_finetune_subparser(subparsers)
+    add_report_subparser(subparsers)
     return parser
 
 
@@ -70,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "meta": run_meta,
         "probe": run_probe,
         "finetune": run_finetune,
+        "report": run_report,
     }
     try:
         return handlers[args.command](args)

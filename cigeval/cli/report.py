@@ -1,0 +1,89 @@
+"""The ``cigeval report`` command: one self-contained HTML page of one or more results files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cigeval.cli._common import EXIT_OK, UsageError
+
+
+def add_report_subparser(subparsers: Any) -> None:
+    """Register ``report`` on the ``cigeval`` parser."""
+    p = subparsers.add_parser(
+        "report",
+        help="write one self-contained HTML page: leaderboard, plots, provenance, sample cards",
+        description="Read results files (one per judge; samples matched by id) and write one "
+        "HTML page that opens from disk with no network: a leaderboard per generator and task "
+        "with bootstrap intervals, the correlation with human ratings when records carry "
+        "them, the agreement between judges, score plots, the run's provenance, and one "
+        "card per sample, filterable and sortable. Unreadable lines and missing images are "
+        "listed in the page. See docs/report.md.",
+    )
+    p.add_argument("results", type=Path, nargs="+", help="results JSONL file(s) of `evaluate`")
+    p.add_argument("-o", "--out", type=Path, required=True, help="the HTML file to write")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples for the intervals (default: %(default)s)",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="confidence level of the intervals (default: %(default)s)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    p.add_argument(
+        "--thumbnail-size",
+        type=int,
+        default=192,
+        metavar="PX",
+        help="longest side of the embedded thumbnails (default: %(default)s)",
+    )
+    p.add_argument("--title", default="cigeval report", help="the page's title")
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """The ``report`` command."""
+    from cigeval.report import build_report
+
+    missing = [str(path) for path in args.results if not path.is_file()]
+    if missing:
+        raise UsageError(f"results file(s) not found: {', '.join(missing)}")
+    if not 0 < args.confidence < 1:
+        raise UsageError(f"--confidence must be between 0 and 1, got {args.confidence}")
+    if args.bootstrap < 0:
+        raise UsageError(f"--bootstrap must be 0 or more, got {args.bootstrap}")
+    if args.thumbnail_size < 16:
+        raise UsageError(f"--thumbnail-size must be at least 16, got {args.thumbnail_size}")
+    started = time.perf_counter()
+    report = build_report(
+        args.results,
+        n_boot=args.bootstrap,
+        level=args.confidence,
+        seed=args.seed,
+        thumbnail_side=args.thumbnail_size,
+        title=args.title,
+    )
+    path = report.write(args.out)
+    samples = len({str(r["id"]) for run in report.runs for r in run.records})
+    skipped = sum(len(run.skipped) for run in report.runs)
+    size = path.stat().st_size / 1e6
+    print(
+        f"wrote {path} ({size:.1f} MB, {samples} samples, {len(report.runs)} run(s), "
+        f"{len(report.catalog.thumbnails)} images) in {time.perf_counter() - started:.1f} s",
+        file=sys.stderr,
+    )
+    if skipped or report.catalog.missing:
+        print(
+            f"listed in the page: {skipped} unreadable line(s), "
+            f"{len(report.catalog.missing)} missing image use(s)",
+            file=sys.stderr,
+        )
+    return EXIT_OK

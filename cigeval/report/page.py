@@ -1,0 +1,453 @@
+"""The report: numbers, plots and cards of one or more runs, as one self-contained HTML page.
+
+The page needs nothing but itself: thumbnails are data URIs, plots inline SVG, the script
+inline and allowed by its hash in the page's Content-Security-Policy (which also forbids
+every network request). Cards are rendered (and escaped) here and travel as one JSON blob
+that a small script filters, sorts and shows a page at a time, so 10,000 samples open in
+seconds. :meth:`Report.fragment` is a static version without script, for notebooks.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from cigeval._version import __version__
+from cigeval.report import plots
+from cigeval.report.cards import CSS as CARD_CSS
+from cigeval.report.cards import figure, sample_card
+from cigeval.report.data import (
+    Run,
+    generator_of,
+    load_run,
+    run_from_scores,
+    sample_ids,
+    score_of,
+    unique_labels,
+)
+from cigeval.report.images import THUMBNAIL_SIDE, ImageCatalog, requested_hashes
+from cigeval.report.provenance import provenance_summary
+from cigeval.report.stats import (
+    HumanAgreement,
+    JudgeAgreement,
+    Leaderboard,
+    human_agreement,
+    judge_agreement,
+    leaderboard,
+)
+
+#: Cards shown per page of the report.
+PAGE_SIZE = 200
+#: Points drawn per judge-vs-human scatter (an even subsample beyond that).
+_SCATTER_POINTS = 1500
+
+PAGE_CSS = """
+body{font-family:system-ui,sans-serif;margin:0;background:#f5f6f8;color:#222}
+main{max-width:1280px;margin:0 auto;padding:12px 20px}
+h1{font-size:20px;margin:8px 0}h2{font-size:16px;margin:18px 0 6px;border-bottom:1px solid #ddd}
+h3{font-size:14px;margin:12px 0 4px}
+.cg-box{background:#fff;border:1px solid #ddd;border-radius:6px;padding:8px 12px;margin:8px 0;
+ overflow-x:auto}
+table.cg-t{border-collapse:collapse;font-size:12px}
+.cg-t th,.cg-t td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+.cg-t td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.cg-ci{color:#777;font-size:11px}
+.cg-controls{display:flex;flex-wrap:wrap;gap:8px 14px;align-items:center;position:sticky;top:0;
+ background:#f5f6f8;padding:6px 0;z-index:2;border-bottom:1px solid #ddd}
+.cg-controls label{font-size:12px;color:#444}.cg-controls input[type=number]{width:64px}
+.cg-problems li{font-size:12px}.cg-warn{color:#a00}.cg-note{font-size:12px;color:#666}
+.cg-prov{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:8px}
+.cg-prov .cg-box{margin:0}.cg-prov th{white-space:nowrap}
+"""
+
+
+@dataclass
+class Report:
+    """Everything a report shows. Build one with :func:`build_report`."""
+
+    runs: list[Run]
+    leaderboards: list[Leaderboard]
+    humans: list[list[HumanAgreement]]
+    agreements: list[JudgeAgreement]
+    catalog: ImageCatalog
+    n_boot: int
+    level: float
+    seed: int
+    title: str = "cigeval report"
+    problems: list[str] = field(default_factory=list)
+
+    # -- cards -------------------------------------------------------------------------
+    def _image_tag(self, inline: bool) -> Any:
+        thumbnails = self.catalog.thumbnails
+        missing = {m.sha256: m.reason for m in self.catalog.missing}
+
+        def tag(sha: str, caption: str) -> str:
+            if sha not in thumbnails:
+                reason = missing.get(sha, "image not available")
+                return figure(None, caption, _short_reason(reason))
+            if inline:
+                return figure(thumbnails[sha], caption)
+            return (
+                f'<figure class="cg-fig"><img data-img="{escape(sha)}" alt="{escape(caption)}">'
+                f"{escape(caption)}</figure>"
+            )
+
+        return tag
+
+    def _cards(self, inline: bool, limit: int | None = None) -> list[dict[str, Any]]:
+        by_id = [run.by_id() for run in self.runs]
+        labels = [run.label for run in self.runs]
+        tag = self._image_tag(inline)
+        cards = []
+        for order, sid in enumerate(sample_ids(self.runs)):
+            if limit is not None and order >= limit:
+                break
+            judged = [
+                (label, records.get(sid)) for label, records in zip(labels, by_id, strict=True)
+            ]
+            present = [r for _, r in judged if r is not None]
+            first = present[0]
+            scores = [score_of(r) if r is not None else None for _, r in judged]
+            finite = [s for s in scores if s is not None]
+            search = " ".join(
+                str(v) for r in present for v in (r.get("conditions") or {}).values()
+            ).lower()
+            cards.append(
+                {
+                    "order": order,
+                    "id": sid,
+                    "task": str(first.get("task", "?")),
+                    "generator": generator_of(first),
+                    "scores": scores,
+                    "errors": sum(1 for r in present if score_of(r) is None)
+                    + sum(1 for _, r in judged if r is None),
+                    "spread": (max(finite) - min(finite)) if len(finite) > 1 else None,
+                    "search": search,
+                    "html": sample_card(sid, judged, tag),
+                }
+            )
+        return cards
+
+    # -- sections ----------------------------------------------------------------------
+    def _header(self) -> str:
+        parts = [f"<h1>{escape(self.title)}</h1>"]
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        parts.append(
+            f'<div class="cg-note">written {stamp} by cigeval {escape(__version__)} · '
+            f"{len(sample_ids(self.runs))} samples · {len(self.runs)} judge run(s) · "
+            f"{self.level:.0%} percentile bootstrap intervals, {self.n_boot} resamples, "
+            f"seed {self.seed}</div>"
+        )
+        parts.append('<div class="cg-prov">')
+        for label, lines in provenance_summary(self.runs).items():
+            rows = "".join(
+                f"<tr><th>{escape(name)}</th><td>{escape(value)}</td></tr>" for name, value in lines
+            )
+            table = f'<table class="cg-t">{rows}</table>'
+            parts.append(f'<div class="cg-box"><h3>{escape(label)}</h3>{table}</div>')
+        parts.append("</div>")
+        return "".join(parts)
+
+    def _problems(self) -> str:
+        items = [escape(p) for p in self.problems]
+        for run in self.runs:
+            items += [f"{escape(run.source)}: {escape(str(line))}" for line in run.skipped]
+        missing = self.catalog.missing
+        items += [escape(str(m)) for m in missing[:500]]
+        if len(missing) > 500:
+            items.append(f"… and {len(missing) - 500} more missing images")
+        if not items:
+            return ""
+        body = "".join(f"<li>{item}</li>" for item in items)
+        return (
+            f'<h2 id="cg-problems">Problems ({len(items)})</h2>'
+            f'<div class="cg-box cg-problems"><ul>{body}</ul></div>'
+        )
+
+    def _leaderboards(self) -> str:
+        parts = ["<h2>Leaderboard</h2>"]
+        for run, board, humans in zip(self.runs, self.leaderboards, self.humans, strict=True):
+            parts.append(f'<div class="cg-box"><h3>{escape(board.run)}</h3>')
+            parts.append(_leaderboard_table(board, self.level))
+            parts.append(plots.leaderboard_svg(board, self.level))
+            parts.append("<h3>Score distributions</h3>")
+            parts.append(plots.distributions_svg(board, _scores_by_group(run)))
+            if humans:
+                parts.append("<h3>Agreement with the human ratings in the records</h3>")
+                parts.append(_human_table(humans, self.level))
+                parts.append(plots.human_scatter_svg(board.run, _thinned(humans)))
+            parts.append("</div>")
+        if self.agreements:
+            parts.append("<h2>Agreement between judges</h2>")
+            parts.append(_agreement_table(self.agreements))
+        return "".join(parts)
+
+    # -- output ------------------------------------------------------------------------
+    def to_html(self) -> str:
+        """The self-contained interactive page."""
+        script = resources.files("cigeval.report").joinpath("assets/report.js").read_text("utf-8")
+        digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+        policy = (
+            "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+            f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+        )
+        cards = self._cards(inline=False)
+        data = {
+            "samples": cards,
+            "images": self.catalog.thumbnails,
+            "judges": [run.label for run in self.runs],
+            "tasks": sorted({c["task"] for c in cards}),
+            "generators": sorted({c["generator"] for c in cards}),
+            "page_size": PAGE_SIZE,
+        }
+        controls = (
+            '<div class="cg-controls">'
+            '<label>task <select id="cg-task"><option value="">all</option></select></label>'
+            '<label>generator <select id="cg-gen"><option value="">all</option></select></label>'
+            '<label>status <select id="cg-status"><option value="">all</option>'
+            '<option value="ok">ok</option><option value="error">error</option></select></label>'
+            '<label>score from <input id="cg-min" type="number" step="0.05" min="0" max="1">'
+            ' to <input id="cg-max" type="number" step="0.05" min="0" max="1"></label>'
+            '<label id="cg-judge-box">judge <select id="cg-judge"></select></label>'
+            '<label>sort <select id="cg-sort"><option value="order">file order</option>'
+            '<option value="score-asc">score, lowest first</option>'
+            '<option value="score-desc">score, highest first</option>'
+            '<option value="spread">judges disagree most</option>'
+            '<option value="task">task</option><option value="generator">generator</option>'
+            '<option value="id">id</option></select></label>'
+            '<label>text <input id="cg-text" type="search" placeholder="id or condition"></label>'
+            '<button id="cg-prev" type="button">previous</button><span id="cg-page"></span>'
+            '<button id="cg-next" type="button">next</button>'
+            '<span id="cg-count" class="cg-muted"></span></div>'
+        )
+        return (
+            '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{escape(self.title)}</title><style>{PAGE_CSS}{CARD_CSS}</style></head>"
+            f"<body><main>{self._header()}{self._problems()}{self._leaderboards()}"
+            f'<h2 id="cg-samples">Samples</h2>{controls}<div id="cg-cards"></div></main>'
+            f'<script type="application/json" id="cg-data">{json_for_script(data)}</script>'
+            f"<script>{script}</script></body></html>"
+        )
+
+    def write(self, path: str | Path) -> Path:
+        """Write :meth:`to_html` to ``path`` (UTF-8); returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_html(), encoding="utf-8")
+        return path
+
+    def fragment(self, max_cards: int = 20) -> str:
+        """A static HTML fragment (no script): leaderboard, plots and the first cards."""
+        cards = self._cards(inline=True, limit=max_cards)
+        total = len(sample_ids(self.runs))
+        more = (
+            f'<div class="cg-muted">first {len(cards)} of {total} samples; '
+            "write the report for all of them</div>"
+            if total > len(cards)
+            else ""
+        )
+        return (
+            f'<div class="cg-report"><style>{CARD_CSS}{_FRAGMENT_CSS}</style>{self._problems()}'
+            f"{self._leaderboards()}<h2>Samples</h2>{''.join(c['html'] for c in cards)}{more}</div>"
+        )
+
+    def _repr_html_(self) -> str:
+        return self.fragment()
+
+
+_FRAGMENT_CSS = (
+    ".cg-report{font-family:system-ui,sans-serif;color:#222}"
+    ".cg-report h2{font-size:16px;margin:14px 0 6px}.cg-report h3{font-size:14px;margin:10px 0 4px}"
+    ".cg-note{font-size:12px;color:#666}.cg-warn{color:#a00}"
+    ".cg-box{border:1px solid #ddd;border-radius:6px;padding:6px 10px;margin:6px 0}"
+    "table.cg-t{border-collapse:collapse;font-size:12px}"
+    ".cg-t th,.cg-t td{padding:2px 8px;border-bottom:1px solid #eee;text-align:left}"
+    ".cg-ci{color:#777;font-size:11px}"
+)
+
+
+def json_for_script(data: Any) -> str:
+    """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&``
+    (so no ``</script>`` or comment opener can end the block) and no raw U+2028/U+2029."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escaped)
+    return text
+
+
+def _short_reason(reason: str) -> str:
+    return "missing" if reason.startswith("file not found") else reason[:60]
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return ""
+    return f'<span class="cg-ci"> [{low:.3f}, {high:.3f}]</span>'
+
+
+def _leaderboard_table(board: Leaderboard, level: float) -> str:
+    head = "".join(f"<th>{escape(task)}</th>" for task in board.tasks)
+    rows = []
+    for generator in board.ranking:
+        overall = board.overall[generator]
+        cells = [
+            f"<td>{board.rank(generator)}</td><td>{escape(generator)}</td>",
+            _cell_html(overall.mean, overall.low, overall.high, overall.n, overall.errors),
+        ]
+        for task in board.tasks:
+            c = board.by_task[generator].get(task)
+            cells.append(
+                "<td></td>" if c is None else _cell_html(c.mean, c.low, c.high, c.n, c.errors)
+            )
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return (
+        f'<table class="cg-t"><tr><th>rank</th><th>generator</th><th>all tasks</th>{head}</tr>'
+        f"{''.join(rows)}</table>"
+        f'<div class="cg-note">mean score (ok samples) with its {level:.0%} bootstrap interval; '
+        "n = samples scored, err = samples that ended in error</div>"
+    )
+
+
+def _cell_html(mean: float | None, low: Any, high: Any, n: int, errors: int) -> str:
+    value = "–" if mean is None else f"<b>{mean:.3f}</b>{_interval(low, high)}"
+    err = f', <span class="cg-warn">err {errors}</span>' if errors else ""
+    return f'<td class="num">{value}<br><span class="cg-ci">n={n}{err}</span></td>'
+
+
+def _human_table(humans: list[HumanAgreement], level: float) -> str:
+    rows = []
+    for h in humans:
+        rho = "–" if h.spearman is None else f"{h.spearman:.3f}"
+        r = "–" if h.pearson is None else f"{h.pearson:.3f}"
+        note = f' <span class="cg-ci">({escape(h.note)})</span>' if h.note else ""
+        rows.append(
+            f"<tr><td>{escape(h.task)}</td><td class='num'>{h.n}</td>"
+            f"<td class='num'>{rho}{_interval(h.low, h.high)}{note}</td>"
+            f"<td class='num'>{r}</td></tr>"
+        )
+    return (
+        '<table class="cg-t"><tr><th>task</th><th>pairs</th><th>Spearman '
+        f"({level:.0%} interval)</th><th>Pearson</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def _agreement_table(agreements: list[JudgeAgreement]) -> str:
+    def fmt(value: float | None) -> str:
+        return "–" if value is None else f"{value:.3f}"
+
+    rows = "".join(
+        f"<tr><td>{escape(a.first)}</td><td>{escape(a.second)}</td><td class='num'>{a.n}</td>"
+        f"<td class='num'>{fmt(a.spearman)}</td><td class='num'>{fmt(a.pearson)}</td>"
+        f"<td class='num'>{fmt(a.mean_abs_diff)}</td></tr>"
+        for a in agreements
+    )
+    return (
+        '<div class="cg-box"><table class="cg-t"><tr><th>judge</th><th>judge</th>'
+        "<th>samples both scored</th><th>Spearman</th><th>Pearson</th>"
+        f"<th>mean |difference|</th></tr>{rows}</table></div>"
+    )
+
+
+def _scores_by_group(run: Run) -> dict[tuple[str, str], list[float]]:
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for record in run.records:
+        value = score_of(record)
+        if value is not None:
+            groups[(generator_of(record), str(record.get("task", "?")))].append(value)
+    return groups
+
+
+def _thinned(humans: list[HumanAgreement]) -> list[HumanAgreement]:
+    out = []
+    for h in humans:
+        step = max(1, len(h.pairs) // _SCATTER_POINTS)
+        out.append(HumanAgreement(h.task, h.n, h.spearman, h.pearson, h.low, h.high,
+                                  h.pairs[::step], h.note))  # fmt: skip
+    return out
+
+
+def build_report(
+    sources: Iterable[str | Path | Run] | Sequence[Any],
+    *,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    thumbnail_side: int = THUMBNAIL_SIDE,
+    title: str = "cigeval report",
+    threads: int = 4,
+) -> Report:
+    """A :class:`Report` of one or more runs: results files (paths), :class:`Run` objects, or
+    one list of Scores/records. Several runs (one per judge) are matched by sample id.
+
+    ``n_boot`` resamples for the bootstrap intervals at confidence ``level`` (seeded by
+    ``seed``: the same inputs give the same page numbers).
+    """
+    from cigeval.score import Score
+
+    items = list(sources)
+    if items and all(isinstance(i, Score | dict) for i in items):
+        runs = [run_from_scores(items)]
+    else:
+        runs = []
+        for item in items:
+            if isinstance(item, Run):
+                runs.append(item)
+            elif isinstance(item, str | Path):
+                runs.append(load_run(item))
+            else:
+                raise TypeError(
+                    f"expected results file paths, Runs or Scores, got {type(item).__name__}"
+                )
+    for run, label in zip(runs, unique_labels([r.label for r in runs]), strict=True):
+        run.label = label
+    if not 0 < level < 1:
+        raise ValueError(f"confidence level must be between 0 and 1, got {level}")
+    catalog = ImageCatalog(thumbnail_side)
+    for run in runs:
+        for record in run.records:
+            files = record.get("image_files") or {}
+            for role, sha in requested_hashes(record):
+                catalog.request(
+                    sha, sample_id=str(record["id"]), role=role, files=files,
+                    base_dir=run.base_dir, in_memory=run.images,
+                )  # fmt: skip
+    catalog.resolve(threads)
+    problems = []
+    for run in runs:
+        if not run.records:
+            problems.append(f"{run.source}: no readable records")
+        ids = [str(r["id"]) for r in run.records]
+        repeated = len(ids) - len(set(ids))
+        if repeated:
+            problems.append(
+                f"{run.source}: {repeated} record(s) repeat an id; the last one of each is shown"
+            )
+    return Report(
+        runs=runs,
+        leaderboards=[leaderboard(run, n_boot, level, seed) for run in runs],
+        humans=[human_agreement(run, n_boot, level, seed) for run in runs],
+        agreements=[judge_agreement(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]],
+        catalog=catalog,
+        n_boot=n_boot,
+        level=level,
+        seed=seed,
+        title=title,
+        problems=problems,
+    )

@@ -1,0 +1,145 @@
+"""Plots of a report as small inline SVG written by hand: no plotting library, no network.
+
+Every label is escaped; sizes are in SVG user units and the SVGs scale to their container.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from cigeval.report.stats import HumanAgreement, Leaderboard
+
+_INK, _MUTED, _ACCENT, _GRID = "#222", "#777", "#2b6cb0", "#e3e3e3"
+
+
+def _text(
+    x: float, y: float, text: str, anchor: str = "start", size: int = 11, **style: str
+) -> str:
+    extra = "".join(f' {k.replace("_", "-")}="{v}"' for k, v in style.items())
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}"'
+        f"{extra}>{escape(text)}</text>"
+    )
+
+
+def _svg(width: float, height: float, body: list[str], title: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{width:.0f}" height="{height:.0f}" role="img" font-family="sans-serif" '
+        f'fill="{_INK}"><title>{escape(title)}</title>{"".join(body)}</svg>'
+    )
+
+
+def _short(text: str, limit: int = 28) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def leaderboard_svg(board: Leaderboard, level: float) -> str:
+    """Each generator's mean score over all tasks with its interval, best first."""
+    left, right, row = 190.0, 460.0, 22.0
+    height = 40 + row * max(1, len(board.ranking))
+    body = []
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = left + tick * (right - left)
+        body.append(
+            f'<line x1="{x:.1f}" y1="18" x2="{x:.1f}" y2="{height - 14:.1f}" stroke="{_GRID}"/>'
+        )
+        body.append(_text(x, height - 2, f"{tick:g}", "middle", 10, fill=_MUTED))
+    for index, generator in enumerate(board.ranking):
+        y = 30 + index * row
+        c = board.overall[generator]
+        body.append(_text(left - 8, y + 4, f"{board.rank(generator)}. {_short(generator)}", "end"))
+        if c.mean is None:
+            body.append(_text(left + 4, y + 4, f"no score ({c.errors} errors)", fill=_MUTED))
+            continue
+        if c.low is not None and c.high is not None:
+            x1, x2 = (left + v * (right - left) for v in (c.low, c.high))
+            body.append(
+                f'<line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}" '
+                f'stroke="{_ACCENT}" stroke-width="2"/>'
+            )
+        x = left + c.mean * (right - left)
+        body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{_ACCENT}"/>')
+        body.append(_text(right + 8, y + 4, f"{c.mean:.3f} (n={c.n})", size=10, fill=_MUTED))
+    title = f"{board.run}: mean score per generator with {level:.0%} bootstrap interval"
+    return _svg(right + 90, height, body, title)
+
+
+def distributions_svg(
+    board: Leaderboard, scores: dict[tuple[str, str], list[float]], bins: int = 10
+) -> str:
+    """Histograms of the scores, one small plot per generator (rows) and task (columns)."""
+    cell_w, cell_h, label_w, head = 120.0, 54.0, 150.0, 30.0
+    tasks = board.tasks
+    width = label_w + cell_w * max(1, len(tasks)) + 10
+    height = head + cell_h * max(1, len(board.ranking)) + 16
+    body = []
+    for column, task in enumerate(tasks):
+        x = label_w + column * cell_w + cell_w / 2
+        body.append(_text(x, 14, _short(task, 20), "middle", 10))
+    body.append(_text(label_w, height - 3, "0", "start", 9, fill=_MUTED))
+    body.append(_text(width - 14, height - 3, "1", "end", 9, fill=_MUTED))
+    for row, generator in enumerate(board.ranking):
+        y0 = head + row * cell_h
+        body.append(_text(label_w - 8, y0 + cell_h / 2 + 4, _short(generator, 22), "end", 10))
+        for column, task in enumerate(tasks):
+            values = scores.get((generator, task), [])
+            x0 = label_w + column * cell_w + 4
+            w, h = cell_w - 8, cell_h - 10
+            body.append(
+                f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" '
+                f'fill="none" stroke="{_GRID}"/>'
+            )
+            if not values:
+                body.append(_text(x0 + w / 2, y0 + h / 2 + 4, "–", "middle", 10, fill=_MUTED))
+                continue
+            counts = [0] * bins
+            for v in values:
+                counts[min(bins - 1, max(0, int(v * bins)))] += 1
+            top = max(counts)
+            bar = w / bins
+            for index, count in enumerate(counts):
+                if count:
+                    bh = (h - 2) * count / top
+                    body.append(
+                        f'<rect x="{x0 + index * bar + 0.5:.1f}" y="{y0 + h - bh:.1f}" '
+                        f'width="{bar - 1:.1f}" height="{bh:.1f}" fill="{_ACCENT}">'
+                        f"<title>{index / bins:g}–{(index + 1) / bins:g}: {count}</title></rect>"
+                    )
+            body.append(_text(x0 + w - 2, y0 + 10, f"n={len(values)}", "end", 9, fill=_MUTED))
+    title = f"{board.run}: distribution of scores per generator and task"
+    return _svg(width, height, body, title)
+
+
+def human_scatter_svg(run: str, agreements: list[HumanAgreement]) -> str:
+    """Judge score against human rating, one small square plot per task."""
+    side, gap, head, per_row = 150.0, 36.0, 34.0, 6
+    rows = max(1, -(-len(agreements) // per_row))
+    width = gap + (side + gap) * min(per_row, max(1, len(agreements)))
+    height = (head + side + 30) * rows
+    body = []
+    for index, agreement in enumerate(agreements):
+        x0 = gap + (index % per_row) * (side + gap)
+        top = (index // per_row) * (head + side + 30)
+        body.append(f'<g transform="translate(0 {top:.0f})">')
+        body.append(_text(x0 + side / 2, 12, _short(agreement.task, 24), "middle", 10))
+        rho = "–" if agreement.spearman is None else f"{agreement.spearman:.2f}"
+        body.append(
+            _text(x0 + side / 2, 26, f"Spearman {rho}, n={agreement.n}", "middle", 9, fill=_MUTED)
+        )
+        body.append(
+            f'<rect x="{x0:.1f}" y="{head:.1f}" width="{side:.1f}" height="{side:.1f}" '
+            f'fill="none" stroke="{_GRID}"/>'
+        )
+        for judge, human in agreement.pairs:
+            cx, cy = x0 + human * side, head + (1 - judge) * side
+            body.append(
+                f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="2.5" fill="{_ACCENT}" fill-opacity="0.5"/>'
+            )
+        body.append(_text(x0 + side / 2, head + side + 14, "human", "middle", 9, fill=_MUTED))
+        body.append(
+            _text(x0 - 6, head + side / 2, "judge", "middle", 9, fill=_MUTED,
+                  transform=f"rotate(-90 {x0 - 6:.1f} {head + side / 2:.1f})")
+        )  # fmt: skip
+        body.append("</g>")
+    return _svg(width, height, body, f"{run}: judge score against human rating per task")

@@ -1,0 +1,160 @@
+"""The report's parts without a browser: escaping, statistics, leaderboard, problems, cards."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from PIL import Image
+
+import cigeval
+from cigeval.report import bootstrap_mean_interval, build_report, report_html
+from cigeval.report.data import image_order
+from cigeval.report.stats import human_agreement, judge_agreement, leaderboard
+from cigeval.score import Score, SubScore
+
+EVIL = "<script>window.__pwned=1</script><img src=x onerror=alert(1)>"
+
+
+def record(sid, model, score, task="text_guided_ig", **extra):
+    base = {
+        "id": sid,
+        "task": task,
+        "status": "ok" if score is not None else "error",
+        "score": score,
+        "sub_scores": [],
+        "model": model,
+        "judge": "scripted:j",
+    }
+    if score is None:
+        base["error"] = "ParseError: no score"
+    return {**base, **extra}
+
+
+def test_bootstrap_interval_contains_the_mean_and_is_seeded():
+    values = [0.1, 0.4, 0.5, 0.7, 0.9, 0.3, 0.6]
+    low, high = bootstrap_mean_interval(values, 500, 0.95, seed=1)
+    mean = sum(values) / len(values)
+    assert low < mean < high
+    assert (low, high) == bootstrap_mean_interval(values, 500, 0.95, seed=1)
+    assert (low, high) != bootstrap_mean_interval(values, 500, 0.95, seed=2)
+    narrow = bootstrap_mean_interval(values, 500, 0.5, seed=1)
+    assert low <= narrow[0] <= narrow[1] <= high
+    assert bootstrap_mean_interval([0.4], 100) == (0.4, 0.4)
+    assert all(math.isnan(v) for v in bootstrap_mean_interval([], 100))
+
+
+def test_leaderboard_ranks_two_generators_with_counts_and_errors():
+    records = [record(f"a{i}", "A", 0.8 + 0.01 * i) for i in range(5)]
+    records += [record(f"b{i}", "B", 0.2 + 0.01 * i, task="text_guided_ie") for i in range(4)]
+    records += [record("b-err", "B", None), record("nomodel", None, 0.5)]
+    run = cigeval.report.run_from_scores(records)
+    board = leaderboard(run, n_boot=200, seed=0)
+    assert board.ranking == ["A", "(no model)", "B"]
+    assert [board.rank(g) for g in board.ranking] == [1, 2, 3]
+    a, b = board.overall["A"], board.overall["B"]
+    assert a.n == 5 and a.errors == 0 and a.mean == pytest.approx(0.82)
+    assert a.low is not None and a.high is not None and a.low <= a.mean <= a.high
+    assert b.n == 4 and b.errors == 1
+    assert board.by_task["B"]["text_guided_ig"].n == 0
+    assert board.by_task["B"]["text_guided_ig"].errors == 1
+    assert board.by_task["B"]["text_guided_ie"].mean == pytest.approx(0.215)
+    assert "text_guided_ie" not in board.by_task["A"]
+
+
+def test_human_correlation_and_judge_agreement():
+    first = [record(f"s{i}", "A", i / 10, human=i / 10 + 0.05) for i in range(8)]
+    second = [record(f"s{i}", "A", 1 - i / 10) for i in range(8)]
+    run_a = cigeval.report.run_from_scores(first, label="a")
+    run_b = cigeval.report.run_from_scores(second, label="b")
+    (agreement,) = human_agreement(run_a, n_boot=100)
+    assert agreement.n == 8 and agreement.spearman == pytest.approx(1.0)
+    assert human_agreement(run_b) == []
+    both = judge_agreement(run_a, run_b)
+    assert both.n == 8 and both.spearman == pytest.approx(-1.0)
+    assert both.mean_abs_diff == pytest.approx(sum(abs(2 * i / 10 - 1) for i in range(8)) / 8)
+
+
+def test_missing_images_and_unreadable_lines_are_listed_not_fatal(tmp_path):
+    image = tmp_path / "out.png"
+    Image.new("RGB", (40, 30), "red").save(image)
+    good = record("good", "A", 0.5, input_images={"output": "a" * 64},
+                  image_files={"a" * 64: image.name})  # fmt: skip
+    gone = record("gone", "A", 0.4, input_images={"output": "b" * 64, "source": "c" * 64},
+                  image_files={"b" * 64: str(tmp_path / "deleted.png")})  # fmt: skip
+    results = tmp_path / "results.jsonl"
+    lines = [json.dumps(good), "\xff not utf8", json.dumps(gone), '{"no": "id"}']
+    results.write_bytes(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+    report = build_report([results], n_boot=50)
+    page = report.to_html()
+    assert [r["id"] for r in report.runs[0].records] == ["good", "gone"]
+    assert "a" * 64 in report.catalog.thumbnails  # a path relative to the results file
+    reasons = {(m.sample_id, m.role): m.reason for m in report.catalog.missing}
+    assert reasons[("gone", "output")].startswith("file not found")
+    assert reasons[("gone", "source")] == "the record names no file for it"
+    assert "line 4: not a results record" in page and "line 2: not" in page
+    assert "sample &#x27;gone&#x27;, image output" in page
+    data = json.loads(page.split('id="cg-data">')[1].split("</script>")[0])
+    gone_card = next(c["html"] for c in data["samples"] if c["id"] == "gone")
+    assert gone_card.count('class="cg-missing"') == 2 and "data-img" not in gone_card
+
+
+def test_cards_escape_model_text_everywhere():
+    hostile = record(
+        EVIL, EVIL, 0.5, task=EVIL, human={"O": EVIL},
+        conditions={"prompt": EVIL}, error=EVIL,
+        sub_scores=[{"question_id": EVIL, "question": EVIL, "score": 5, "reasoning": EVIL,
+                     "tool": EVIL, "tool_query": EVIL, "tool_output": EVIL, "note": EVIL,
+                     "error": EVIL, "tool_image_ids": {EVIL: "d" * 64}}],
+    )  # fmt: skip
+    fragment = report_html([hostile], n_boot=10)
+    assert "<script>" not in fragment and "<img src=x" not in fragment
+    assert fragment.count("&lt;script&gt;window.__pwned=1&lt;/script&gt;") >= 6
+    page = build_report([hostile], n_boot=10).to_html()
+    assert page.count("<script") == 2  # the data block and the page's own script
+
+
+def test_image_order_follows_the_task_with_the_output_last():
+    assert image_order("mask_guided_ie", ["output", "mask", "source"]) == [
+        "source", "mask", "output"
+    ]  # fmt: skip
+    assert image_order("multi_concept_ic", ["output", "subject_2", "subject_1"]) == [
+        "subject_1", "subject_2", "output"
+    ]  # fmt: skip
+    assert image_order("no_such_task", ["output", "b", "a"]) == ["a", "b", "output"]
+
+
+def _score_with_images() -> Score:
+    sub = SubScore(question_id="edit_success", question="Was it edited?", score=6,
+                   reasoning=EVIL, tool="Difference", tool_query="the car",
+                   tool_output="2 regions differ", tool_image_ids={"output": "e" * 64})  # fmt: skip
+    sub._tool_images["output"] = Image.new("RGB", (20, 20), "blue")
+    score = Score(id="s1", task="text_guided_ie", status="ok", value=0.6, sub_scores=[sub],
+                  judge="openai:gpt-x", input_images={"output": "1" * 64, "source": "2" * 64},
+                  passthrough={"model": "GenA",
+                               "conditions": {"instruction": "make it red"}})  # fmt: skip
+    score._images.update({"output": Image.new("RGB", (30, 30), "red"),
+                          "source": Image.new("RGB", (30, 30), "white")})  # fmt: skip
+    return score
+
+
+def test_score_to_html_shows_condition_judge_tool_text_and_images_in_order():
+    card = _score_with_images().to_html()
+    assert card == _score_with_images()._repr_html_()
+    assert "make it red" in card and "openai:gpt-x" in card and "GenA" in card
+    assert "2 regions differ" in card and "query: the card" not in card
+    assert "query: the car" in card
+    assert card.index(">source</figure>") < card.index(">output</figure>")
+    assert card.count("data:image/png;base64,") == 3  # source, output, the tool's image
+    assert "<script>window" not in card
+
+
+def test_report_html_of_scores_and_of_a_dataframe():
+    scores = [_score_with_images()]
+    fragment = cigeval.report_html(scores, n_boot=20)
+    assert "GenA" in fragment and "data:image/png;base64," in fragment and "<script" not in fragment
+    frame = cigeval.to_frame(scores)
+    from_frame = cigeval.report_html(frame, n_boot=20)
+    assert "GenA" in from_frame and "Was it edited?" not in from_frame
+    assert "edit_success" in from_frame and "0.600" in from_frame
