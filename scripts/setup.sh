@@ -9,4 +9,4 @@ fi
 . .venv/bin/activate
 python -m pip install --quiet --upgrade pip
 python -m pip install --quiet "torch==2.13.0"
-python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train]"
+python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train,ray]"
