@@ -300,12 +300,11 @@ def judge_dataset(ds: ray.data.Dataset, spec: WorkerSpec, engine: EngineConfig) 
     """``ds`` mapped through a pool of :class:`EvaluatorWorker` actors (lazily)."""
     ray = import_ray()
     count = default_workers(engine)
-    # A given worker count is fixed; the default starts that many and may shrink to one when
-    # work runs short (so reads of a user's dataset still find CPUs).
+    # A given worker count is fixed. The default pool starts with one actor and grows with
+    # the queued work: actors started up front would hold every CPU, and the read tasks of a
+    # dataset read from files would then never run.
     sizes = (
-        {"size": count}
-        if engine.ray_workers is not None
-        else {"min_size": 1, "max_size": count, "initial_size": count}
+        {"size": count} if engine.ray_workers is not None else {"min_size": 1, "max_size": count}
     )
     # One sample per batch: records stream back as each sample ends and a slow sample never
     # holds others back. Each actor judges ``concurrency`` of them at once (async calls) and
@@ -353,16 +352,18 @@ def evaluate_dataset(
     with its trace, as JSON text: :func:`record_of`). Rows come out as samples finish.
 
     ``model``, ``config``, ``run_config``, ``ensemble`` and ``base_url`` are those of
-    :class:`~cigeval.evaluation.Evaluator`. ``workers`` actors are used (default: as many as
-    the cluster's CPUs, or GPUs, allow), each judging ``run_config.concurrency`` samples at
-    once with ``gpus_per_worker`` GPUs and ``cpus_per_worker`` CPUs reserved; the
-    requests- and tokens-per-minute limits are shared out between them. A judge given as an
-    object is copied to every worker (its state, e.g. ``ScriptedBackend.requests``, stays
-    there); ``worker_setup`` runs in each worker before its Evaluator is built (register
-    your own tools, rubrics or backends there). With ``preflight`` (default:
-    ``run_config.preflight``) the judges and tools are checked once on a worker before this
-    returns (:class:`PreflightError` names the fix). Ray is initialised as Ray Data would
-    when it is not yet; :func:`ray_session` starts a private local one instead.
+    :class:`~cigeval.evaluation.Evaluator`. ``workers`` actors are used (default: a pool
+    growing with the work up to what the cluster's CPUs, or GPUs, allow; a fixed count
+    that holds every CPU leaves none for reading a dataset from files), each judging
+    ``run_config.concurrency`` samples at once with ``gpus_per_worker`` GPUs and
+    ``cpus_per_worker`` CPUs reserved; the requests- and tokens-per-minute limits are
+    shared out between them. A judge given as an object is copied to every worker (its
+    state, e.g. ``ScriptedBackend.requests``, stays there); ``worker_setup`` runs in each
+    worker before its Evaluator is built (register your own tools, rubrics or backends
+    there). With ``preflight`` (default: ``run_config.preflight``) the judges and tools are
+    checked once on a worker before this returns (:class:`PreflightError` names the fix).
+    Ray is initialised as Ray Data would when it is not yet; :func:`ray_session` starts a
+    private local one instead.
     """
     ray = import_ray()
     if not ray.is_initialized():
