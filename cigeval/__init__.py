@@ -26,6 +26,7 @@ from cigeval._version import __version__
 if TYPE_CHECKING:
     from cigeval.backends import Backend, ScriptedBackend, register_backend
     from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+    from cigeval.engines import evaluate_dataset
     from cigeval.errors import CigevalError, ConfigError, InputError, ParseError
     from cigeval.evaluation import (
         Evaluator,
@@ -54,6 +55,7 @@ _PUBLIC: dict[str, str] = {
     "EvalConfig": "cigeval.config",
     "RunConfig": "cigeval.config",
     "EnsembleConfig": "cigeval.config",
+    "evaluate_dataset": "cigeval.engines",
     # inputs and results
     "Sample": "cigeval.sample",
     "iter_samples_file": "cigeval.sample",
@@ -111,6 +113,7 @@ __all__ = [
     "define_rubric",
     "evaluate",
     "evaluate_async",
+    "evaluate_dataset",
     "evaluate_many",
     "evaluate_many_async",
     "iter_samples_file",

@@ -9,10 +9,10 @@ fi
 . .venv/bin/activate
 python -m pip install --quiet --upgrade pip
 python -m pip install --quiet "torch==2.13.0"
-python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train]"
+python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train,ray]"
 # Headless Chromium for the report's browser test (tests/report/test_report_browser.py), from
 # Debian's packages; playwright (dev extra) drives it and never downloads a browser.
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
-    || echo "setup.sh: could not install chromium; the browser test will be skipped" >&2
+    || echo "setup.sh: could not install chromium; the browser test cannot run (CI fails it)" >&2
 fi

@@ -20,6 +20,8 @@ HEAVY = (
     "trl",
     "peft",
     "datasets",
+    "ray",
+    "pyarrow",
 )
 
 

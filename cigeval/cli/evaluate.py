@@ -20,6 +20,7 @@ from cigeval.cli._common import (
 )
 from cigeval.cli._flags import add_config_flags, add_tasks_file_flag, build_config, load_tasks_files
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, PreflightError
 from cigeval.results.lock import ResultsLock, ResultsLocked
 from cigeval.sample import SampleLine, iter_samples_file
@@ -54,6 +55,7 @@ def add_evaluate_subparser(subparsers: Any) -> None:
     add_tasks_file_flag(p)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
+    add_config_flags(p.add_argument_group("engine (docs/ray.md)"), EngineConfig)
     r = p.add_argument_group("running")
     add_config_flags(r, RunConfig)
     r.add_argument(
@@ -131,6 +133,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise UsageError(f"samples file not found: {args.samples}")
     load_tasks_files(args)
     config, run_config, ensemble = build_configs(args)
+    engine = build_config(args, EngineConfig)
+    if engine.engine == "ray" and run_config.batch:
+        raise UsageError(
+            "--batch and --engine ray cannot be combined: a provider batch gathers the calls "
+            "of one process; use --batch on one machine, or --engine ray with direct calls"
+        )
     try:
         evaluator = Evaluator(
             args.model,
@@ -149,6 +157,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write results to {args.out}: {exc}") from None
     with lock:
+        if engine.engine == "ray":
+            from cigeval.cli.evaluate_ray import run_on_ray
+
+            return run_on_ray(args, config, run_config, ensemble, engine)
         if run_config.preflight:
             _preflight(evaluator, args.quiet)
         return _run(args, evaluator, run_config)
