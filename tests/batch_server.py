@@ -25,7 +25,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from cigeval.testing import request_text
@@ -98,38 +98,26 @@ class FakeBatchServer(FakeOpenAIServer):
 
     def start(self) -> FakeBatchServer:
         """Bind a free port and serve in a daemon thread."""
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                path = self.path.rstrip("/")
-                if path.endswith("/files"):
-                    server._upload(self)
-                elif path.endswith("/batches"):
-                    server._create(self)
-                else:
-                    server._handle(self)
-
-            def do_GET(self) -> None:
-                path = self.path.rstrip("/")
-                if "/batches/" in path:
-                    server._retrieve(self, path.rsplit("/", 1)[1])
-                elif path.endswith("/content") and "/files/" in path:
-                    server._content(self, path.split("/files/", 1)[1].rsplit("/", 1)[0])
-                else:
-                    server._list_models(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        ).start()
+        super().start()
         return self
+
+    def _post(self, handler: BaseHTTPRequestHandler) -> None:
+        path = handler.path.rstrip("/")
+        if path.endswith("/files"):
+            self._upload(handler)
+        elif path.endswith("/batches"):
+            self._create(handler)
+        else:
+            self._handle(handler)
+
+    def _get(self, handler: BaseHTTPRequestHandler) -> None:
+        path = handler.path.rstrip("/")
+        if "/batches/" in path:
+            self._retrieve(handler, path.rsplit("/", 1)[1])
+        elif path.endswith("/content") and "/files/" in path:
+            self._content(handler, path.split("/files/", 1)[1].rsplit("/", 1)[0])
+        else:
+            self._list_models(handler)
 
     def __enter__(self) -> FakeBatchServer:
         return self.start()

@@ -156,10 +156,10 @@ class FakeOpenAIServer:
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:
-                server._handle(self)
+                server._post(self)
 
             def do_GET(self) -> None:
-                server._list_models(self)
+                server._get(self)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -183,6 +183,14 @@ class FakeOpenAIServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _post(self, handler: BaseHTTPRequestHandler) -> None:
+        """Route a POST; subclasses add routes (tests/batch_server.py)."""
+        self._handle(handler)
+
+    def _get(self, handler: BaseHTTPRequestHandler) -> None:
+        """Route a GET; subclasses add routes."""
+        self._list_models(handler)
 
     def _list_models(self, handler: BaseHTTPRequestHandler) -> None:
         with self._lock:
