@@ -26,4 +26,11 @@ MSG
   exit 0
 fi
 echo "== Judging examples/samples.jsonl with $MODEL =="
-cigeval evaluate examples/samples.jsonl --model "$MODEL" --out runs/examples.jsonl
+status=0
+# exit status 1 means some samples ended in error records: the report still shows them all
+cigeval evaluate examples/samples.jsonl --model "$MODEL" --out runs/examples.jsonl || status=$?
+if [ "$status" -le 1 ]; then
+  echo "== Report: runs/examples.html (open it in a browser; no network needed) =="
+  cigeval report runs/examples.jsonl -o runs/examples.html
+fi
+exit "$status"
