@@ -439,6 +439,12 @@ def build_report(
             problems.append(
                 f"{run.source}: {repeated} record(s) repeat an id; the last one of each is shown"
             )
+        problems += [
+            f"{run.source}: sample {str(r['id'])!r} says ok but its score {r.get('score')!r} "
+            "is not a finite number; it counts as an error here"
+            for r in run.records
+            if r.get("status") == "ok" and score_of(r) is None
+        ]
     return Report(
         runs=runs,
         leaderboards=[leaderboard(run, n_boot, level, seed) for run in runs],

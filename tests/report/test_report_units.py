@@ -100,6 +100,21 @@ def test_missing_images_and_unreadable_lines_are_listed_not_fatal(tmp_path):
     assert gone_card.count('class="cg-missing"') == 2 and "data-img" not in gone_card
 
 
+def test_an_ok_record_without_a_number_is_listed_and_counted_as_an_error(tmp_path):
+    results = tmp_path / "results.jsonl"
+    rows = [record("fine", "A", 0.5), record("words", "A", 0.5), record("nan", "A", 0.5)]
+    rows[1]["score"] = "high"
+    rows[2]["score"] = float("nan")
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = build_report([results], n_boot=50)
+    assert len(report.problems) == 2
+    assert "sample 'words' says ok but its score 'high' is not a finite" in report.problems[0]
+    assert "sample 'nan'" in report.problems[1]
+    overall = report.leaderboards[0].overall["A"]
+    assert (overall.n, overall.errors, overall.mean) == (1, 2, 0.5)
+    assert "sample &#x27;words&#x27; says ok" in report.to_html()
+
+
 def test_cards_escape_model_text_everywhere():
     hostile = record(
         EVIL, EVIL, 0.5, task=EVIL, human={"O": EVIL},
