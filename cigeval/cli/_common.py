@@ -1,6 +1,15 @@
-"""Exit statuses and the usage error shared by the ``cigeval`` subcommands."""
+"""Exit statuses, the usage error and the preflight step shared by the ``cigeval`` subcommands."""
 
 from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from cigeval.errors import PreflightError
+
+if TYPE_CHECKING:
+    from cigeval.evaluation import Evaluator
 
 EXIT_OK, EXIT_SAMPLE_ERRORS, EXIT_USAGE = 0, 1, 2
 #: A run stopped by Ctrl-C (SIGINT) or by SIGTERM: 128 + the signal number, as shells report.
@@ -9,3 +18,15 @@ EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 class UsageError(Exception):
     """Bad command-line usage (exit status 2)."""
+
+
+def run_preflight(evaluator: Evaluator, quiet: bool) -> None:
+    """Check the judges and tools before the first sample; UsageError (exit 2) on failure."""
+    started = time.perf_counter()
+    try:
+        checks = evaluator.preflight()
+    except PreflightError as exc:
+        raise UsageError(f"preflight failed: {exc}") from None
+    if checks and not quiet:
+        elapsed = time.perf_counter() - started
+        print(f"preflight ({elapsed:.1f} s): {'; '.join(checks)}", file=sys.stderr)

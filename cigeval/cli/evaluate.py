@@ -17,11 +17,12 @@ from cigeval.cli._common import (
     EXIT_SAMPLE_ERRORS,
     EXIT_TERMINATED,
     UsageError,
+    run_preflight,
 )
 from cigeval.cli._flags import add_config_flags, add_tasks_file_flag, build_config, load_tasks_files
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
-from cigeval.errors import CigevalError, PreflightError
+from cigeval.errors import CigevalError
 from cigeval.results.lock import ResultsLock, ResultsLocked
 from cigeval.sample import SampleLine, iter_samples_file
 
@@ -162,20 +163,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
             return run_on_ray(args, config, run_config, ensemble, engine)
         if run_config.preflight:
-            _preflight(evaluator, args.quiet)
+            run_preflight(evaluator, args.quiet)
         return _run(args, evaluator, run_config)
-
-
-def _preflight(evaluator: Evaluator, quiet: bool) -> None:
-    """Check the judges and tools before the first sample; UsageError (exit 2) on failure."""
-    started = time.perf_counter()
-    try:
-        checks = evaluator.preflight()
-    except PreflightError as exc:
-        raise UsageError(f"preflight failed: {exc}") from None
-    if checks and not quiet:
-        elapsed = time.perf_counter() - started
-        print(f"preflight ({elapsed:.1f} s): {'; '.join(checks)}", file=sys.stderr)
 
 
 def _count_lines(path: Path) -> int:

@@ -8,7 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cigeval.cli._common import EXIT_OK, EXIT_SAMPLE_ERRORS, EXIT_USAGE, UsageError
+from cigeval.cli._common import (
+    EXIT_OK,
+    EXIT_SAMPLE_ERRORS,
+    EXIT_USAGE,
+    UsageError,
+    run_preflight,
+)
 from cigeval.cli._flags import add_config_flags, build_config
 from cigeval.cli.evaluate import default_image_dir
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
@@ -171,6 +177,8 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> Any:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot write the probe set to {folder}: {exc}") from None
+    if run_config.preflight:
+        run_preflight(evaluator, args.quiet)
     if bypass_cache:
         print("--compare: every probe sample is asked afresh (no response cache)", file=sys.stderr)
     progress = tqdm(disable=args.quiet, unit="sample", file=sys.stderr)

@@ -20,10 +20,20 @@ from tests.probe_judges import probe_judge
 SEVEN = list(TASK_IDS)
 
 
-def probe_cli(server: FakeOpenAIServer, out: Path, *extra: str, model: str = "openai:judge") -> int:
-    """``cigeval probe --model MODEL --base-url SERVER --out OUT --quiet EXTRA...``."""
+def probe_cli(
+    server: FakeOpenAIServer,
+    out: Path,
+    *extra: str,
+    model: str = "openai:judge",
+    preflight: bool = False,
+) -> int:
+    """``cigeval probe --model MODEL --base-url SERVER --out OUT --quiet EXTRA...``.
+
+    ``--no-preflight`` is added unless ``preflight``: the default tools include Grounding,
+    whose weights are not on this machine.
+    """
     argv = ["probe", "--model", model, "--base-url", server.base_url, "--out", str(out)]
-    return main([*argv, "--quiet", *extra])
+    return main([*argv, "--quiet", *([] if preflight else ["--no-preflight"]), *extra])
 
 
 @dataclass
@@ -192,6 +202,19 @@ def test_a_changed_model_under_the_same_name(
     assert "asked afresh" in compared.stderr and "Drift since" in compared.stdout
 
 
+def test_probe_runs_the_preflight_before_any_probe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeOpenAIServer(probe_judge(), served_models=["another-model"]) as server:
+        out = tmp_path / "probe.json"
+        status = probe_cli(server, out, "--tools", "Difference", preflight=True)
+        assert not server.requests  # no probe sample reached the judge
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "preflight failed" in err and "another-model" in err
+    assert not out.exists()
+
+
 def test_viescore_with_an_ensemble_of_two_models(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -199,7 +222,7 @@ def test_viescore_with_an_ensemble_of_two_models(
         argv = ["probe", "--model", "openai:judge-a", "--model", "openai:judge-b"]
         argv += ["--base-url", server.base_url, "--out", str(workdir / "ensemble.json")]
         argv += ["--rubric", "viescore", "--tasks", "text_guided_ie,subject_driven_ig", "--quiet"]
-        argv += ["--kinds", "blank_output,unchanged_source,wrong_subject,spread"]
+        argv += ["--kinds", "blank_output,unchanged_source,wrong_subject,spread", "--no-preflight"]
         status = main(argv)
     report = json.loads((workdir / "ensemble.json").read_text())
     assert status == 0
