@@ -6,9 +6,12 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from cigeval.errors import PreflightError
+from cigeval.errors import CigevalError, PreflightError
 
 if TYPE_CHECKING:
+    import argparse
+
+    from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
     from cigeval.evaluation import Evaluator
 
 EXIT_OK, EXIT_SAMPLE_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -30,3 +33,21 @@ def run_preflight(evaluator: Evaluator, quiet: bool) -> None:
     if checks and not quiet:
         elapsed = time.perf_counter() - started
         print(f"preflight ({elapsed:.1f} s): {'; '.join(checks)}", file=sys.stderr)
+
+
+def make_evaluator(
+    args: argparse.Namespace, config: EvalConfig, run_config: RunConfig, ensemble: EnsembleConfig
+) -> Evaluator:
+    """The Evaluator of ``--model``/``--base-url`` with the parsed settings; UsageError if bad."""
+    from cigeval.evaluation import Evaluator
+
+    try:
+        return Evaluator(
+            args.model,
+            config=config,
+            run_config=run_config,
+            base_url=args.base_url,
+            ensemble=ensemble,
+        )
+    except CigevalError as exc:
+        raise UsageError(str(exc)) from None

@@ -17,6 +17,7 @@ from cigeval.cli._common import (
     EXIT_SAMPLE_ERRORS,
     EXIT_TERMINATED,
     UsageError,
+    make_evaluator,
     run_preflight,
 )
 from cigeval.cli._flags import add_config_flags, add_tasks_file_flag, build_config, load_tasks_files
@@ -128,7 +129,6 @@ def _pending(
 
 def run_evaluate(args: argparse.Namespace) -> int:
     """The ``evaluate`` command."""
-    from cigeval.evaluation import Evaluator
 
     if not args.samples.is_file():
         raise UsageError(f"samples file not found: {args.samples}")
@@ -140,16 +140,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "--batch and --engine ray cannot be combined: a provider batch gathers the calls "
             "of one process; use --batch on one machine, or --engine ray with direct calls"
         )
-    try:
-        evaluator = Evaluator(
-            args.model,
-            config=config,
-            run_config=run_config,
-            base_url=args.base_url,
-            ensemble=ensemble,
-        )
-    except CigevalError as exc:
-        raise UsageError(str(exc)) from None
+    evaluator = make_evaluator(args, config, run_config, ensemble)
     lock = ResultsLock(args.out)
     try:
         lock.acquire()

@@ -13,6 +13,7 @@ from cigeval.cli._common import (
     EXIT_SAMPLE_ERRORS,
     EXIT_USAGE,
     UsageError,
+    make_evaluator,
     run_preflight,
 )
 from cigeval.cli._flags import add_config_flags, build_config
@@ -155,7 +156,6 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> Any:
     """Build the probe set, judge it, write the records; the report."""
     from tqdm import tqdm
 
-    from cigeval.evaluation import Evaluator
     from cigeval.probes import build_probe_set, run_probe_set
     from cigeval.results import ResultsWriter
 
@@ -166,17 +166,11 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> Any:
     records = args.out.with_name(args.out.stem + ".records.jsonl")
     try:
         probe_set = build_probe_set(folder, args.tasks, args.kinds)
-        evaluator = Evaluator(
-            args.model,
-            config=config,
-            run_config=run_config,
-            base_url=args.base_url,
-            ensemble=ensemble,
-        )
     except CigevalError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot write the probe set to {folder}: {exc}") from None
+    evaluator = make_evaluator(args, config, run_config, ensemble)
     if run_config.preflight:
         run_preflight(evaluator, args.quiet)
     if bypass_cache:
