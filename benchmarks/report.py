@@ -27,19 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cigeval.report import write_report
 from cigeval.tasks import get_task, task_names
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 WORDS = ("the", "red", "car", "on", "a", "wet", "street", "beside", "small", "dog", "under",
          "soft", "evening", "light")  # fmt: skip
 

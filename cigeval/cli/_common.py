@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cigeval.errors import CigevalError, PreflightError
@@ -23,16 +24,17 @@ class UsageError(Exception):
     """Bad command-line usage (exit status 2)."""
 
 
-def run_preflight(evaluator: Evaluator, quiet: bool) -> None:
-    """Check the judges and tools before the first sample; UsageError (exit 2) on failure."""
+def run_preflight(check: Callable[[], list[str]], quiet: bool, label: str = "preflight") -> None:
+    """Run ``check`` (e.g. ``Evaluator.preflight``: the judges and tools, before the first
+    sample) and print what it checked under ``label``; UsageError (exit 2) on failure."""
     started = time.perf_counter()
     try:
-        checks = evaluator.preflight()
+        checks = check()
     except PreflightError as exc:
         raise UsageError(f"preflight failed: {exc}") from None
     if checks and not quiet:
         elapsed = time.perf_counter() - started
-        print(f"preflight ({elapsed:.1f} s): {'; '.join(checks)}", file=sys.stderr)
+        print(f"{label} ({elapsed:.1f} s): {'; '.join(checks)}", file=sys.stderr)
 
 
 def make_evaluator(

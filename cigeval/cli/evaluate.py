@@ -29,7 +29,7 @@ from cigeval.sample import SampleLine, iter_samples_file
 
 if TYPE_CHECKING:
     from cigeval.evaluation import Evaluator
-    from cigeval.results import ResultsWriter
+    from cigeval.results import ResultsWriter, RunSummary
 
 
 def add_evaluate_subparser(subparsers: Any) -> None:
@@ -154,7 +154,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
             return run_on_ray(args, config, run_config, ensemble, engine)
         if run_config.preflight:
-            run_preflight(evaluator, args.quiet)
+            run_preflight(evaluator.preflight, args.quiet)
         return _run(args, evaluator, run_config)
 
 
@@ -203,9 +203,7 @@ def _run(args: argparse.Namespace, evaluator: Evaluator, run_config: RunConfig) 
     stopped_by: list[str] = []
     started = time.perf_counter()
     with writer:
-        summary.previous_errors = sum(
-            1 for status in writer.previous_statuses.values() if status == "error"
-        )
+        summary.previous_errors = previous_errors(writer)
         counts = {"skipped": 0, "duplicates": 0}
         todo = max(0, _count_lines(args.samples) - len(writer.finished))
         if args.limit is not None:
@@ -241,10 +239,21 @@ def _run(args: argparse.Namespace, evaluator: Evaluator, run_config: RunConfig) 
         finally:
             progress.close()
         summary.skipped = counts["skipped"]
-    wall = time.perf_counter() - started
     if evaluator.batch is not None:
         summary.batch = evaluator.batch.stats
-    print(summary.render(wall), file=sys.stderr)
+    return end_of_run(summary, time.perf_counter() - started, counts, stopped_by)
+
+
+def previous_errors(writer: ResultsWriter) -> int:
+    """How many records already in ``--out`` ended in error (the summary reports them)."""
+    return sum(1 for status in writer.previous_statuses.values() if status == "error")
+
+
+def end_of_run(
+    summary: RunSummary, wall_s: float, counts: dict[str, int], stopped_by: list[str]
+) -> int:
+    """Print the summary, repeated ids and how the run stopped; the exit status."""
+    print(summary.render(wall_s), file=sys.stderr)
     if counts["duplicates"]:
         print(f"{counts['duplicates']} repeated sample id(s) were not evaluated", file=sys.stderr)
     if stopped_by:

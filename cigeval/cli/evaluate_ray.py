@@ -16,17 +16,11 @@ import time
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from cigeval.cli._common import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_SAMPLE_ERRORS,
-    EXIT_TERMINATED,
-    UsageError,
-)
-from cigeval.cli.evaluate import _open_writer, _pending
+from cigeval.cli._common import UsageError, run_preflight
+from cigeval.cli.evaluate import _open_writer, _pending, end_of_run, previous_errors
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
-from cigeval.errors import CigevalError, PreflightError
+from cigeval.errors import CigevalError
 from cigeval.sample import iter_samples_file
 
 if TYPE_CHECKING:
@@ -67,22 +61,12 @@ def run_on_ray(
         except CigevalError as exc:
             raise UsageError(str(exc)) from None
         if run_config.preflight:
-            _preflight(spec, engine, args.quiet)
+            from cigeval.engines.ray_engine import preflight_on_ray
+
+            run_preflight(
+                lambda: preflight_on_ray(spec, engine), args.quiet, label="preflight on Ray"
+            )
         return _write_records(args, ray, spec, engine, RunSummary(prices=prices))
-
-
-def _preflight(spec: WorkerSpec, engine: EngineConfig, quiet: bool) -> None:
-    """The judges and tools checked once on a worker; UsageError (exit 2) on failure."""
-    from cigeval.engines.ray_engine import preflight_on_ray
-
-    started = time.perf_counter()
-    try:
-        checks = preflight_on_ray(spec, engine)
-    except PreflightError as exc:
-        raise UsageError(f"preflight failed: {exc}") from None
-    if checks and not quiet:
-        elapsed = time.perf_counter() - started
-        print(f"preflight on Ray ({elapsed:.1f} s): {'; '.join(checks)}", file=sys.stderr)
 
 
 def _write_records(
@@ -100,9 +84,7 @@ def _write_records(
     started = time.perf_counter()
     counts = {"skipped": 0, "duplicates": 0}
     with writer:
-        summary.previous_errors = sum(
-            1 for status in writer.previous_statuses.values() if status == "error"
-        )
+        summary.previous_errors = previous_errors(writer)
         pending = _pending(iter_samples_file(args.samples), writer.finished, args.limit, counts)
         rows = [encode_line(x, refresh=x.sample_id in writer.retrying) for x in pending]
         progress = tqdm(total=len(rows), disable=args.quiet, unit="sample", file=sys.stderr)
@@ -125,18 +107,7 @@ def _write_records(
             signal.signal(signal.SIGTERM, previous)
             progress.close()
         summary.skipped = counts["skipped"]
-    print(summary.render(time.perf_counter() - started), file=sys.stderr)
-    if counts["duplicates"]:
-        print(f"{counts['duplicates']} repeated sample id(s) were not evaluated", file=sys.stderr)
-    if stopped_by:
-        how = "terminated (SIGTERM)" if stopped_by[0] == "SIGTERM" else "interrupted"
-        print(
-            f"cigeval: {how}; the records above are kept and the samples in flight were left "
-            "for the next run: rerun the same command to resume",
-            file=sys.stderr,
-        )
-        return EXIT_TERMINATED if stopped_by[0] == "SIGTERM" else EXIT_INTERRUPTED
-    return EXIT_OK if summary.all_ok else EXIT_SAMPLE_ERRORS
+    return end_of_run(summary, time.perf_counter() - started, counts, stopped_by)
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:

@@ -172,7 +172,7 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> Any:
         raise UsageError(f"cannot write the probe set to {folder}: {exc}") from None
     evaluator = make_evaluator(args, config, run_config, ensemble)
     if run_config.preflight:
-        run_preflight(evaluator, args.quiet)
+        run_preflight(evaluator.preflight, args.quiet)
     if bypass_cache:
         print("--compare: every probe sample is asked afresh (no response cache)", file=sys.stderr)
     progress = tqdm(disable=args.quiet, unit="sample", file=sys.stderr)

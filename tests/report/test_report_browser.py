@@ -12,20 +12,8 @@ import pytest
 from PIL import Image, ImageStat
 
 from cigeval.report import write_report
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.report.conftest import JudgedRun
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 # CI sets CIGEVAL_REQUIRE_BROWSER=1 (.ci/run): there a missing browser fails instead of skipping.
 pytestmark = pytest.mark.skipif(
@@ -48,7 +36,7 @@ def browser(page_file):
     # loop that playwright's sync API keeps running
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (dev extra)")
     with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield launched
         launched.close()
 
