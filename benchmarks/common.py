@@ -5,6 +5,7 @@ from __future__ import annotations
 import resource
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -14,8 +15,9 @@ from cigeval.sample import Sample, sample_from_dict  # noqa: E402
 from tests.samples_factory import seven_task_samples  # noqa: E402
 
 
-def samples(folder: Path, count: int, tag: str = "") -> list[Sample]:
-    """``count`` samples cycling through the seven tasks, distinct ids and wording."""
+def sample_dicts(folder: Path, count: int, tag: str = "") -> list[dict[str, Any]]:
+    """``count`` samples (as samples-file lines) cycling through the seven tasks, distinct
+    ids and wording, their images written to ``folder``."""
     base = seven_task_samples(folder)
     out = []
     for n in range(count):
@@ -24,8 +26,13 @@ def samples(folder: Path, count: int, tag: str = "") -> list[Sample]:
         for field in ("prompt", "instruction"):
             if field in sample:
                 sample[field] = f"{sample[field]} #{tag}{n}"
-        out.append(sample_from_dict(sample, base_dir=folder))
+        out.append(sample)
     return out
+
+
+def samples(folder: Path, count: int, tag: str = "") -> list[Sample]:
+    """:func:`sample_dicts` as :class:`Sample` objects."""
+    return [sample_from_dict(d, base_dir=folder) for d in sample_dicts(folder, count, tag)]
 
 
 def peak_rss_mib() -> float:

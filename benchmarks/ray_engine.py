@@ -27,23 +27,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT
+from common import ROOT, sample_dicts
 from fake_server import ServerProcess
-
-from tests.samples_factory import seven_task_samples
 
 
 def write_samples(folder: Path, count: int) -> Path:
     """``count`` distinct samples cycling through the seven tasks, as a samples file."""
-    base = seven_task_samples(folder)
     path = folder / "samples.jsonl"
     with path.open("w") as handle:
-        for n in range(count):
-            sample = dict(base[n % len(base)])
-            sample["id"] = f"{sample['id']}-{n}"
-            for field in ("prompt", "instruction"):
-                if field in sample:
-                    sample[field] = f"{sample[field]} #{n}"
+        for sample in sample_dicts(folder, count):
             handle.write(json.dumps(sample) + "\n")
     return path
 
