@@ -117,6 +117,21 @@ def load_run(path: str | Path) -> Run:
     return run
 
 
+def hashed_images(score: Any) -> dict[str, Any]:
+    """The input and tool images a Score holds in memory, by the sha256 its record names."""
+    images: dict[str, Any] = {}
+    for role, image in score.images.items():
+        sha = score.input_images.get(role)
+        if sha is not None:
+            images[sha] = image
+    for sub in score.sub_scores:
+        for role, image in sub.tool_images.items():
+            sha = sub.tool_image_ids.get(role)
+            if sha is not None:
+                images[sha] = image
+    return images
+
+
 def run_from_scores(scores: Iterable[Any], label: str | None = None) -> Run:
     """A run made from Scores or result records (dicts) in memory.
 
@@ -130,15 +145,7 @@ def run_from_scores(scores: Iterable[Any], label: str | None = None) -> Run:
     for item in scores:
         if isinstance(item, Score):
             records.append(item.to_record(include_trace=False))
-            for role, image in item.images.items():
-                sha = item.input_images.get(role)
-                if sha is not None:
-                    images[sha] = image
-            for sub in item.sub_scores:
-                for role, image in sub.tool_images.items():
-                    sha = sub.tool_image_ids.get(role)
-                    if sha is not None:
-                        images[sha] = image
+            images.update(hashed_images(item))
         elif isinstance(item, Mapping) and "id" in item:
             records.append(dict(item))
         else:

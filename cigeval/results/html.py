@@ -13,19 +13,13 @@ if TYPE_CHECKING:
 def score_to_html(score: Score) -> str:
     """The card of one Score as self-contained HTML (images as data URIs, text escaped)."""
     from cigeval.report.cards import CSS, inline_image_tag, sample_card
+    from cigeval.report.data import hashed_images
 
     record = score.to_record(include_trace=False)
-    images = {}
-    for role, image in score.images.items():
-        sha = score.input_images.get(role)
-        images[sha or f"role:{role}"] = image
-    for sub in score.sub_scores:
-        for role, image in sub.tool_images.items():
-            sha = sub.tool_image_ids.get(role)
-            if sha is not None:
-                images[sha] = image
+    images = hashed_images(score)
     # images held in memory without a hash (a Score built by hand) are still shown
     unhashed = {r: f"role:{r}" for r in score.images if r not in score.input_images}
+    images.update({key: score.images[r] for r, key in unhashed.items()})
     if unhashed:
         record["input_images"] = {**record.get("input_images", {}), **unhashed}
     card = sample_card(
