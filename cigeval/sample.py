@@ -238,17 +238,21 @@ def iter_samples_file(path: str | Path) -> Iterator[SampleLine]:
             except InputError as exc:
                 yield SampleLine(line_number=number, error=str(exc))
                 continue
-            raw_dict = value if isinstance(value, dict) else None
-            try:
-                sample = sample_from_dict(value, base_dir=base_dir)
-            except InputError as exc:
-                yield SampleLine(line_number=number, raw=raw_dict, error=str(exc))
-                continue
-            except (ValueError, TypeError, RecursionError) as exc:
-                message = f"line {number}: not a valid sample ({type(exc).__name__}: {exc})"
-                yield SampleLine(line_number=number, raw=raw_dict, error=message[:500])
-                continue
-            yield SampleLine(line_number=number, sample=sample, raw=raw_dict)
+            yield sample_line(value, number, base_dir)
+
+
+def sample_line(value: Any, line_number: int, base_dir: Path | None) -> SampleLine:
+    """The :class:`SampleLine` of one parsed samples line: the sample, or the reason it is
+    not one (never raises for a bad value)."""
+    raw_dict = value if isinstance(value, dict) else None
+    try:
+        sample = sample_from_dict(value, base_dir=base_dir)
+    except InputError as exc:
+        return SampleLine(line_number=line_number, raw=raw_dict, error=str(exc))
+    except (ValueError, TypeError, RecursionError) as exc:
+        message = f"line {line_number}: not a valid sample ({type(exc).__name__}: {exc})"
+        return SampleLine(line_number=line_number, raw=raw_dict, error=message[:500])
+    return SampleLine(line_number=line_number, sample=sample, raw=raw_dict)
 
 
 def side_by_side_subjects(sample: Sample) -> bool:

@@ -12,9 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cigeval.errors import InputError
 from cigeval.results.jsonl import _unwritable_record
-from cigeval.sample import Sample, SampleLine, sample_from_dict
+from cigeval.sample import Sample, SampleLine, sample_from_dict, sample_line
 from cigeval.score import Score
 
 #: The column holding one samples-file line as JSON (what ``cigeval evaluate`` sends).
@@ -72,14 +71,7 @@ def _decode_line(payload: dict[str, Any]) -> SampleLine:
     # The driver validated this line already; a worker validates it again with the same
     # task registry (the driver's tasks are shipped to every worker), so this normally
     # succeeds, and a failure is recorded the way the samples reader records one.
-    try:
-        sample = sample_from_dict(raw, base_dir=base_dir)
-    except InputError as exc:
-        return SampleLine(line_number=number, raw=raw, error=str(exc))
-    except (ValueError, TypeError, RecursionError) as exc:
-        message = f"line {number}: not a valid sample ({type(exc).__name__}: {exc})"
-        return SampleLine(line_number=number, raw=raw, error=message[:500])
-    return SampleLine(line_number=number, sample=sample, raw=raw)
+    return sample_line(raw, number, base_dir)
 
 
 def _without_nulls(row: dict[str, Any]) -> dict[str, Any]:
