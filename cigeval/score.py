@@ -53,6 +53,12 @@ class SubScore(BaseModel):
         description="How the judging departed from the plan, e.g. a tool that was unknown or "
         "failed, so the sub-question was judged without it.",
     )
+    degraded: bool = Field(
+        False,
+        description="True when the sub-question was judged without the tool the plan chose "
+        "(the plan could not be used, the tool failed, or the tool is not allowed for the "
+        "task); ``note`` says why.",
+    )
     error: str | None = None
     judgments: list[float] | None = Field(
         None, description="Individual scores when several judges were combined."
@@ -145,8 +151,19 @@ class Score(BaseModel):
         "(no credentials), the model names the server reported, the sha256 of the prompt "
         "templates and the finish reasons of its calls (see cigeval.evaluation.provenance).",
     )
+    fingerprint: str | None = Field(
+        None,
+        description="The run fingerprint: a hash of every setting that can change a score "
+        "(see cigeval.results.fingerprint); records with different fingerprints are never "
+        "pooled or paired.",
+    )
     trace: Trace = Field(default_factory=Trace)
     _images: dict[str, Image.Image] = PrivateAttr(default_factory=dict)
+
+    @property
+    def degraded_questions(self) -> list[str]:
+        """Ids of the sub-questions judged without the tool the plan chose."""
+        return [s.question_id for s in self.sub_scores if s.degraded]
 
     @property
     def images(self) -> dict[str, Image.Image]:
@@ -186,6 +203,8 @@ class Score(BaseModel):
         record["config"] = self.config
         if self.provenance:
             record["provenance"] = self.provenance
+        if self.fingerprint is not None:
+            record["fingerprint"] = self.fingerprint
         if include_trace:
             record["trace"] = [e.model_dump(mode="json") for e in self.trace.events]
         return record
@@ -210,6 +229,7 @@ class Score(BaseModel):
             "usage",
             "config",
             "provenance",
+            "fingerprint",
             "trace",
         }
         passthrough = {k: v for k, v in record.items() if k not in known}
@@ -230,6 +250,7 @@ class Score(BaseModel):
             usage=record.get("usage") or {},
             config=record.get("config") or {},
             provenance=record.get("provenance") or {},
+            fingerprint=record.get("fingerprint"),
             trace=Trace.model_validate({"events": record.get("trace") or []}),
             passthrough=passthrough,
         )

@@ -103,8 +103,8 @@ def test_an_unknown_tool_after_the_re_asks_is_judged_without_a_tool(seven) -> No
     assert len(_plans(backend)) == 3  # asked, then re-asked twice
     edit, over = score.sub_scores
     assert edit.tool is None and edit.tool_steps == [] and edit.score == 5
-    assert "unknown tool 'Magnifier'" in (edit.note or "")
-    assert over.tool == "Difference" and over.note is None  # the usable entry is kept
+    assert "unknown tool 'Magnifier'" in (edit.note or "") and edit.degraded
+    assert over.tool == "Difference" and over.note is None and not over.degraded  # kept
     assert set(_fallbacks(score)) == {"edit_success"}
     judge = [r for r in backend.requests if "RULES:" in request_text(r)]
     edit_request = next(r for r in judge if "carried out" in request_text(r))
@@ -166,7 +166,7 @@ def test_a_tool_failing_at_run_time_falls_back_or_fails_as_configured(seven) -> 
     assert [(s.tool, s.error) for s in sub.tool_steps] == [
         ("Boom", "the Boom tool failed: RuntimeError: kaboom")
     ]
-    assert "judged without it" in (sub.note or "")
+    assert "judged without it" in (sub.note or "") and sub.degraded
     assert "kaboom" in _fallbacks(score)["prompt_following"]
     assert "TOOL OUTPUT" not in request_text(backend.requests[-1])
     failed, _ = _boom(seven["text_guided_ig"], RuntimeError("kaboom"), tool_errors="fail")

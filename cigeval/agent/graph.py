@@ -283,6 +283,8 @@ async def judge_node(state: QuestionState, runtime: Runtime[AgentContext]) -> di
         tool_output=last.output if last is not None else None,
         tool_steps=steps,
         note="; ".join(notes) or None,
+        # every note says the sub-question went without a tool the plan or the judge chose
+        degraded=bool(notes),
     )
     shown = state.get("last_result")
     if last is not None and shown is not None:

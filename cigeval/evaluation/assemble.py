@@ -11,6 +11,7 @@ from PIL import Image
 
 from cigeval._version import __version__
 from cigeval.backends.base import Backend, backend_endpoint
+from cigeval.results.fingerprint import compute_fingerprint, fingerprint_settings
 from cigeval.score import Score, Verdict
 from cigeval.session import JudgeSession
 from cigeval.trace import Trace
@@ -89,6 +90,7 @@ def assemble_score(
         usage=usage or {},
         config=config,
         provenance=provenance or {},
+        fingerprint=compute_fingerprint(fingerprint_settings(rubric, config, provenance)),
         trace=trace,
     )
     if images:
