@@ -115,3 +115,51 @@ class ModelResponse:
     cached: bool = False
     finish_reason: str | None = None
     endpoint: str | None = None
+
+
+#: The one vocabulary of finish reasons every backend reports (``ModelResponse.finish_reason``):
+#: ``stop`` (the reply is complete), ``length`` (cut at the token limit), ``content_filter``
+#: (withheld or cut by the provider's filter), ``tool_calls`` (the model called a provider
+#: tool), ``unknown`` (the provider said something else or nothing).
+FINISH_REASONS = ("stop", "length", "content_filter", "tool_calls", "unknown")
+
+#: Provider spellings of the finish reasons (OpenAI, Anthropic, Gemini, transformers, ...).
+_FINISH_REASON_ALIASES = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "eos": "stop",
+    "eos_token": "stop",
+    "finish_reason_stop": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "max_output_tokens": "length",
+    "model_length": "length",
+    "content_filter": "content_filter",
+    "refusal": "content_filter",
+    "safety": "content_filter",
+    "recitation": "content_filter",
+    "blocklist": "content_filter",
+    "prohibited_content": "content_filter",
+    "spii": "content_filter",
+    "image_safety": "content_filter",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+}
+
+#: Finish reasons that mean the reply is not complete: never read a score from such a reply.
+UNFINISHED_REASONS = frozenset({"length", "content_filter"})
+
+
+def normalize_finish_reason(raw: object) -> str | None:
+    """A provider's finish reason in :data:`FINISH_REASONS` (None stays None: not reported).
+
+    Case and spelling variants are accepted (``MAX_TOKENS``, ``end_turn``, ``FinishReason.STOP``);
+    anything not recognised is ``unknown``.
+    """
+    if raw is None:
+        return None
+    text = str(getattr(raw, "value", raw)).strip().lower()
+    text = text.rsplit(".", 1)[-1]  # enum reprs such as "FinishReason.STOP"
+    return _FINISH_REASON_ALIASES.get(text, "unknown")

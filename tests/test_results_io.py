@@ -87,3 +87,13 @@ def test_retry_errors_lists_the_ids_to_rerun_and_rejects_unreadable_lines(tmp_pa
         ]
     assert [r["id"] for r in read_records(path)] == ["a"]
     assert (tmp_path / "r.jsonl.rejected").read_bytes() == b"not json at all\n"
+
+
+def test_last_record_per_id_keeps_the_last_record_in_first_seen_order():
+    from cigeval.results import last_record_per_id
+
+    records = [{"id": "a", "v": 1}, {"id": "b", "v": 2}, {"id": "a", "v": 3}, {"id": 7, "v": 4}]
+    duplicates: list[str] = []
+    kept = last_record_per_id(records, duplicates)
+    assert kept == [{"id": "a", "v": 3}, {"id": "b", "v": 2}, {"id": 7, "v": 4}]
+    assert duplicates == ["a"]

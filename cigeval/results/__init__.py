@@ -10,6 +10,7 @@ from cigeval.results.html import score_to_html
 from cigeval.results.jsonl import (
     ResultsWriter,
     SkippedLine,
+    last_record_per_id,
     read_records,
     rejected_path,
     repair_tail,
@@ -23,6 +24,7 @@ __all__ = [
     "ResultsWriter",
     "RunSummary",
     "SkippedLine",
+    "last_record_per_id",
     "load_price_table",
     "read_records",
     "rejected_path",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -79,6 +79,28 @@ def read_records(
                 yield reason
             elif skipped is not None:
                 skipped.append(SkippedLine(number, reason))
+
+
+def last_record_per_id(
+    records: Iterable[dict[str, Any]], duplicates: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """One record per sample id, the last one written winning (a rerun's record replaces the
+    earlier one), in the order each id first appeared.
+
+    Pass a list as ``duplicates`` to learn which ids appeared more than once (each listed
+    once). Everything that counts samples (reports, meta-evaluation, exports) uses this rule,
+    so ``n`` counts samples, never lines.
+    """
+    latest: dict[str, dict[str, Any]] = {}
+    repeated: dict[str, None] = {}
+    for record in records:
+        key = str(record.get("id"))
+        if key in latest:
+            repeated[key] = None
+        latest[key] = record
+    if duplicates is not None:
+        duplicates.extend(repeated)
+    return list(latest.values())
 
 
 def repair_tail(path: Path) -> int:
