@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from cigeval.report import report_html, write_report
     from cigeval.results import read_records, to_frame
     from cigeval.rubrics import Rubric, define_rubric, register_rubric
+    from cigeval.runs import RunOptions, RunResult
     from cigeval.sample import Sample, iter_samples_file
     from cigeval.score import Score, SubScore
     from cigeval.tasks import SubQuestion, TaskSpec, load_tasks_file, register_task
@@ -56,6 +57,8 @@ _PUBLIC: dict[str, str] = {
     "RunConfig": "cigeval.config",
     "EnsembleConfig": "cigeval.config",
     "evaluate_dataset": "cigeval.engines",
+    "RunOptions": "cigeval.runs",
+    "RunResult": "cigeval.runs",
     # inputs and results
     "Sample": "cigeval.sample",
     "iter_samples_file": "cigeval.sample",
@@ -100,6 +103,8 @@ __all__ = [
     "ParseError",
     "Rubric",
     "RunConfig",
+    "RunOptions",
+    "RunResult",
     "Sample",
     "Score",
     "ScriptedBackend",

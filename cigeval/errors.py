@@ -58,3 +58,11 @@ class PreflightError(CigevalError):
 
     The message names the fix. The command line ends the run with exit status 2.
     """
+
+
+class ResultsWriteError(CigevalError):
+    """The results file cannot be written (permissions, a full disk, a missing folder).
+
+    The run stops at once; the file keeps every complete record written before, so a rerun
+    resumes. The command line exits with status 2.
+    """

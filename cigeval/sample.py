@@ -185,6 +185,19 @@ class SampleLine(BaseModel):
         return f"line:{self.line_number}"
 
 
+def sample_identity(item: Any) -> tuple[str, str]:
+    """The id and task of anything judged as a sample (a :class:`Sample`, a
+    :class:`SampleLine` or a dict), ``"unknown"`` where it names none; never raises."""
+    if isinstance(item, Sample):
+        return item.id, item.task
+    if isinstance(item, SampleLine):
+        raw = item.raw or {}
+        return item.sample_id, str(raw.get("task", "unknown"))
+    if isinstance(item, dict):
+        return str(item.get("id", "unknown")), str(item.get("task", "unknown"))
+    return "unknown", "unknown"
+
+
 #: A JSON escape of half a surrogate pair (``\\ud800``): the only way a valid UTF-8 line
 #: can hold text that is not valid UTF-8 once decoded.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")

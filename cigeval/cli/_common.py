@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cigeval.errors import CigevalError, PreflightError
+from cigeval.runs.preflight import preflight_step
+from cigeval.runs.status import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SAMPLE_ERRORS,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -15,9 +21,16 @@ if TYPE_CHECKING:
     from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
     from cigeval.evaluation import Evaluator
 
-EXIT_OK, EXIT_SAMPLE_ERRORS, EXIT_USAGE = 0, 1, 2
-#: A run stopped by Ctrl-C (SIGINT) or by SIGTERM: 128 + the signal number, as shells report.
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_SAMPLE_ERRORS",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "UsageError",
+    "make_evaluator",
+    "run_preflight",
+]
 
 
 class UsageError(Exception):
@@ -27,14 +40,10 @@ class UsageError(Exception):
 def run_preflight(check: Callable[[], list[str]], quiet: bool, label: str = "preflight") -> None:
     """Run ``check`` (e.g. ``Evaluator.preflight``: the judges and tools, before the first
     sample) and print what it checked under ``label``; UsageError (exit 2) on failure."""
-    started = time.perf_counter()
     try:
-        checks = check()
+        preflight_step(check, quiet, label)
     except PreflightError as exc:
         raise UsageError(f"preflight failed: {exc}") from None
-    if checks and not quiet:
-        elapsed = time.perf_counter() - started
-        print(f"{label} ({elapsed:.1f} s): {'; '.join(checks)}", file=sys.stderr)
 
 
 def make_evaluator(

@@ -9,15 +9,20 @@ string (:data:`LINE_COLUMN`) and every worker sends each record back as one JSON
 from __future__ import annotations
 
 import json
+import pickle
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
 from cigeval.results.jsonl import _unwritable_record
-from cigeval.sample import Sample, SampleLine, sample_from_dict, sample_line
+from cigeval.sample import Sample, SampleLine, sample_from_dict, sample_identity, sample_line
 from cigeval.score import Score
 
 #: The column holding one samples-file line as JSON (what ``cigeval evaluate`` sends).
 LINE_COLUMN = "cigeval_line"
+#: The column holding a sample given in Python (a Sample or a dict), pickled with whether
+#: to bypass cached answers: it may hold images in memory, which JSON cannot carry.
+ITEM_COLUMN = "cigeval_item"
 #: The column holding one results record as JSON (what the workers send back).
 RECORD_COLUMN = "record"
 
@@ -38,6 +43,22 @@ def encode_line(line: SampleLine, *, refresh: bool = False) -> dict[str, str]:
     return {LINE_COLUMN: json.dumps(payload)}
 
 
+def encode_items(items: Iterable[Any], refresh_ids: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Rows carrying ``items`` to the workers, one per item: samples-file lines as JSON
+    (:func:`encode_line`), anything else (Samples, dicts) pickled in :data:`ITEM_COLUMN`.
+
+    Items whose id is in ``refresh_ids`` are judged without cached answers. One column for
+    the whole run: a run that mixes lines with other items sends every item pickled.
+    """
+    listed = list(items)
+    if all(isinstance(item, SampleLine) for item in listed):
+        return [encode_line(x, refresh=x.sample_id in refresh_ids) for x in listed]
+    return [
+        {ITEM_COLUMN: pickle.dumps((item, sample_identity(item)[0] in refresh_ids))}
+        for item in listed
+    ]
+
+
 def decode_row(
     row: dict[str, Any], base_dir: str | None
 ) -> tuple[SampleLine | Sample | dict[str, Any], bool]:
@@ -52,11 +73,32 @@ def decode_row(
     if LINE_COLUMN in row:
         payload = json.loads(row[LINE_COLUMN])
         return _decode_line(payload), bool(payload.get("refresh"))
+    if ITEM_COLUMN in row:
+        item, refresh = pickle.loads(row[ITEM_COLUMN])
+        return _with_base_dir(item, base_dir), bool(refresh)
     sample = _without_nulls(row)
     try:
         return sample_from_dict(sample, Path(base_dir) if base_dir else None), False
     except Exception:
         return sample, False
+
+
+def _with_base_dir(item: Any, base_dir: str | None) -> Any:
+    """A pickled item as the worker judges it: relative image paths of a Sample or dict
+    without its own base folder resolve against the driver's ``base_dir``."""
+    if base_dir is None:
+        return item
+    if isinstance(item, Sample) and item.base_dir is None:
+        return item.model_copy(update={"base_dir": Path(base_dir)})
+    if isinstance(item, SampleLine) and item.sample is not None and item.sample.base_dir is None:
+        sample = item.sample.model_copy(update={"base_dir": Path(base_dir)})
+        return item.model_copy(update={"sample": sample})
+    if isinstance(item, dict):
+        try:
+            return sample_from_dict(item, Path(base_dir))
+        except Exception:
+            return item  # judged as it is: the evaluator records what is wrong with it
+    return item
 
 
 def _decode_line(payload: dict[str, Any]) -> SampleLine:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Collection, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
 from cigeval.backends.cache import bypass_cached_answers
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
 from cigeval.evaluation._sync import run_sync
 from cigeval.evaluation.assemble import (
@@ -25,7 +27,13 @@ from cigeval.image_store import ImageStore, image_location
 from cigeval.images import EncodedImage
 from cigeval.prompts import templates_sha256
 from cigeval.rubrics import get_rubric
-from cigeval.sample import Sample, SampleLine, load_sample_images, sample_from_dict
+from cigeval.sample import (
+    Sample,
+    SampleLine,
+    load_sample_images,
+    sample_from_dict,
+    sample_identity,
+)
 from cigeval.sample_run import SampleRun
 from cigeval.score import Score, Verdict
 from cigeval.session import JudgeSession
@@ -34,6 +42,7 @@ from cigeval.trace import ErrorEvent, Trace
 
 if TYPE_CHECKING:
     from cigeval.backends.batch import BatchCoordinator
+    from cigeval.runs import RunCallback, RunOptions, RunResult, Samples
 
 T = TypeVar("T")
 #: What the evaluator accepts as a sample: a Sample, a line of a samples file, or a dict.
@@ -77,6 +86,11 @@ class Evaluator:
         models = list(model) if isinstance(model, list | tuple) else [model]
         if not models:
             raise ConfigError("at least one model is needed")
+        #: The judge models as given (spec strings or objects): Ray workers build theirs
+        #: from these.
+        self.models: list[Any] = models
+        #: The server URL given for ``openai:`` specs without one, or None.
+        self.base_url = base_url
         self.backends: list[Backend] = [
             resolve_backend(m, base_url=base_url, run_config=self.run_config) for m in models
         ]
@@ -95,6 +109,54 @@ class Evaluator:
         self.image_store = ImageStore(image_dir) if image_dir is not None else None
         use_cache = self.run_config.use_cache and self.run_config.cache_dir is not None
         self.tool_cache = ResponseCache(self.run_config.cache_dir) if use_cache else None  # type: ignore[arg-type]
+
+    def run(
+        self,
+        samples: Samples,
+        *,
+        out: str | os.PathLike[str],
+        options: RunOptions | None = None,
+        engine: EngineConfig | str | None = None,
+        callbacks: Sequence[RunCallback] = (),
+        prices: dict[str, dict[str, float]] | None = None,
+        quiet: bool = False,
+        **option_overrides: Any,
+    ) -> RunResult:
+        """Judge ``samples`` into the results file ``out``, with every guarantee of
+        ``cigeval evaluate``: one run per file, resume, each record written as its sample
+        finishes, the summary (see :func:`cigeval.runs.run_samples`).
+
+        ``samples`` is a samples JSONL path or any iterable of Samples, samples-file lines
+        or dicts. Keyword arguments override :class:`~cigeval.runs.RunOptions` fields
+        (``overwrite=True``, ``retry_errors=True``, ``limit=10``); ``engine`` is
+        ``"local"`` (default), ``"ray"`` or an :class:`~cigeval.engines.EngineConfig`;
+        each of ``callbacks`` gets the :class:`~cigeval.runs.RunResult` at the end.
+        Returns that result (``print(result)`` shows the summary); Ctrl-C ends the run
+        cleanly and is raised again as KeyboardInterrupt once the records are safe.
+        """
+        from cigeval.runs import RunOptions, run_samples
+
+        base = options or RunOptions()
+        if option_overrides:
+            try:
+                base = RunOptions.model_validate({**base.model_dump(), **option_overrides})
+            except Exception as exc:
+                raise ConfigError(f"invalid run options: {exc}") from None
+        if isinstance(engine, str):
+            engine = EngineConfig(engine=engine)
+        result = run_samples(
+            self,
+            samples,
+            out,
+            options=base,
+            engine=engine,
+            prices=prices,
+            callbacks=callbacks,
+            quiet=quiet,
+        )
+        if result.stopped_by == "SIGINT":
+            raise KeyboardInterrupt
+        return result
 
     def preflight(self) -> list[str]:
         """Synchronous :meth:`preflight_async`."""
@@ -200,7 +262,7 @@ class Evaluator:
 
     async def _evaluate(self, item: SampleInput) -> Score:
         started = time.perf_counter()
-        sample_id, task = _identify(item)
+        sample_id, task = sample_identity(item)
         try:
             sample = _as_sample(item)
             self.rubric.validate(sample)
@@ -294,7 +356,7 @@ class Evaluator:
         concurrency: int | None = None,
         *,
         refresh_ids: Collection[str] = (),
-    ) -> AsyncIterator[Score]:
+    ) -> AsyncGenerator[Score, None]:
         """Yield Scores as samples finish, at most ``concurrency`` at once.
 
         ``items`` is consumed lazily, so memory stays bounded for any number of samples.
@@ -313,7 +375,7 @@ class Evaluator:
                     except StopIteration:
                         exhausted = True
                         break
-                    refresh = bool(refresh_ids) and _identify(item)[0] in refresh_ids
+                    refresh = bool(refresh_ids) and sample_identity(item)[0] in refresh_ids
                     pending.add(
                         asyncio.ensure_future(self.evaluate_async(item, refresh_cache=refresh))
                     )
@@ -364,17 +426,6 @@ def _as_sample(item: SampleInput) -> Sample:
             raise InputError(item.error or "invalid sample", item.sample_id)
         return item.sample
     return sample_from_dict(item)
-
-
-def _identify(item: SampleInput) -> tuple[str, str]:
-    if isinstance(item, Sample):
-        return item.id, item.task
-    if isinstance(item, SampleLine):
-        raw = item.raw or {}
-        return item.sample_id, str(raw.get("task", "unknown"))
-    if isinstance(item, dict):
-        return str(item.get("id", "unknown")), str(item.get("task", "unknown"))
-    return "unknown", "unknown"
 
 
 def _passthrough(item: SampleInput) -> dict[str, Any]:

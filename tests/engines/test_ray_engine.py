@@ -220,3 +220,24 @@ def test_records_cross_the_cluster_as_json_text(tmp_path: Path):
     item, refresh = decode_row(row, None)
     assert refresh is True
     assert item.sample == line.sample and item.sample.base_dir == line.sample.base_dir
+
+
+def test_evaluator_run_on_ray_takes_samples_in_memory(ray_local: Any, tmp_path: Path) -> None:
+    from cigeval import Evaluator, ScriptedBackend
+    from cigeval.engines import EngineConfig
+
+    folder = tmp_path / "data"
+    samples = [sample_from_dict(r, base_dir=folder) for r in seven_task_samples(folder)]
+    judge = ScriptedBackend(rule_judge({"prompt_following": 4}))
+    run_config = RunConfig(use_cache=False, image_dir=tmp_path / "images", preflight=False)
+    evaluator = Evaluator(judge, config=EvalConfig(tools=("Difference",)), run_config=run_config)
+    local = evaluator.run(samples, out=tmp_path / "local/out.jsonl", quiet=True)
+    engine = EngineConfig(engine="ray", ray_workers=1)
+    on_ray = evaluator.run(samples[:4], out=tmp_path / "ray/out.jsonl", engine=engine, quiet=True)
+    # the rest of the list on a rerun: resumed, nothing judged twice
+    rest = evaluator.run(samples, out=tmp_path / "ray/out.jsonl", engine=engine, quiet=True)
+    assert local.exit_status == on_ray.exit_status == rest.exit_status == 0
+    assert rest.summary.skipped == 4 and rest.summary.statuses["ok"] == 3
+    expected = records_by_id(tmp_path / "local/out.jsonl")
+    got = records_by_id(tmp_path / "ray/out.jsonl")
+    assert got == expected

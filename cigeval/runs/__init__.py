@@ -1,0 +1,36 @@
+"""Runs: judging a set of samples into a results file, with every guarantee of a run.
+
+One layer beneath the command line, used by ``cigeval evaluate``, by
+:meth:`cigeval.Evaluator.run` and by both engines (local and Ray): the lock on the results
+file, the resume, the pending samples, the writer, the summary, Ctrl-C and SIGTERM, the exit
+status, and the end-of-run callbacks (:data:`RunCallback`) that experiment trackers attach to.
+
+- :func:`run_samples`: the run itself.
+- :class:`RunOptions`: resume or overwrite, retry errors, limit, trace in the records.
+- :class:`RunResult`: the summary, how the run ended, its exit status and settings.
+- :mod:`cigeval.runs.status`: the exit statuses (docs/exit-statuses.md).
+"""
+
+from cigeval.runs.options import RunOptions
+from cigeval.runs.result import RunCallback, RunResult
+from cigeval.runs.run import Samples, run_samples
+from cigeval.runs.status import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SAMPLE_ERRORS,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_SAMPLE_ERRORS",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "RunCallback",
+    "RunOptions",
+    "RunResult",
+    "Samples",
+    "run_samples",
+]

@@ -1,0 +1,100 @@
+"""The Ray engine of a run: the samples judged by worker actors on a Ray cluster.
+
+The driver (this process) keeps everything a run guarantees (the lock, the writer, the
+summary); the workers only judge. Ray is imported when this engine is prepared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Collection, Iterable
+from typing import TYPE_CHECKING, Any
+
+from cigeval.engines.settings import EngineConfig
+from cigeval.runs.preflight import preflight_step
+from cigeval.runs.signals import SIGINT, SIGTERM, Stop, Terminated, raise_on_sigterm
+
+if TYPE_CHECKING:
+    from cigeval.engines.ray_engine import WorkerSpec
+    from cigeval.evaluation import Evaluator, SampleInput
+    from cigeval.score import Score
+
+
+class RayEngine:
+    """Judges a run's samples on Ray: started or joined in :meth:`prepare`, left in
+    :meth:`close`. The workers build their own Evaluator from ``evaluator``'s models and
+    settings."""
+
+    def __init__(self, evaluator: Evaluator, engine: EngineConfig) -> None:
+        self.evaluator = evaluator
+        self.engine = engine
+        self._stack = contextlib.ExitStack()
+        self._ray: Any = None
+        self._spec: WorkerSpec | None = None
+
+    def prepare(self, quiet: bool) -> None:
+        """Start or join Ray, make the workers' spec and run the preflight on a worker."""
+        from cigeval.engines.ray_engine import preflight_on_ray, ray_session, worker_spec
+
+        evaluator = self.evaluator
+        self._ray = self._stack.enter_context(ray_session(self.engine.ray_address))
+        _quiet_ray_data(self._ray)
+        spec = worker_spec(
+            list(evaluator.models),
+            self.engine,
+            config=evaluator.config,
+            run_config=evaluator.run_config,
+            ensemble=evaluator.ensemble,
+            base_url=evaluator.base_url,
+        )
+        self._spec = spec
+        if evaluator.run_config.preflight:
+            preflight_step(
+                lambda: preflight_on_ray(spec, self.engine), quiet, label="preflight on Ray"
+            )
+
+    def judge(
+        self,
+        items: Iterable[SampleInput],
+        refresh_ids: Collection[str],
+        accept: Callable[[Score], bool],
+        stop: Stop,
+    ) -> None:
+        """Send the items to the workers; hand each Score to ``accept`` as it comes back,
+        until they run out, ``accept`` returns False, or a signal stops the run."""
+        from cigeval.engines._rows import decode_record, encode_items
+        from cigeval.engines.ray_engine import judge_dataset
+        from cigeval.score import Score
+
+        assert self._spec is not None, "prepare() first"
+        try:
+            with raise_on_sigterm():
+                rows = encode_items(items, refresh_ids)
+                if not rows:
+                    return
+                # one block per sample: each goes to whichever worker is free
+                samples = self._ray.data.from_items(rows, override_num_blocks=len(rows))
+                records = judge_dataset(samples, self._spec, self.engine).iter_rows()
+                for row in records:
+                    if not accept(Score.from_record(decode_record(row))):
+                        break
+        except KeyboardInterrupt:
+            stop.request(SIGINT)
+        except Terminated:
+            stop.request(SIGTERM)
+
+    def batch_stats(self) -> Any:
+        """None: the Batch API is not used on Ray."""
+        return None
+
+    def close(self) -> None:
+        """Leave (or stop) the Ray this engine started or joined."""
+        self._stack.close()
+
+
+def _quiet_ray_data(ray: Any) -> None:
+    """No Ray Data progress bars or start-of-execution lines: the run has its own."""
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)

@@ -1,0 +1,181 @@
+"""One run over a results file: what ``cigeval evaluate`` and ``Evaluator.run`` both do.
+
+A run takes the lock on the results file, prepares its engine (the preflight), resumes
+(skipping the ids already recorded), judges the pending samples, appends each record as its
+sample finishes, counts it in the summary, stops cleanly on Ctrl-C or SIGTERM, and ends by
+handing the :class:`RunResult` to each end-of-run callback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cigeval.engines.settings import EngineConfig
+from cigeval.errors import InputError, ResultsWriteError
+from cigeval.results.jsonl import ResultsWriter
+from cigeval.results.lock import ResultsLock
+from cigeval.results.summary import RunSummary
+from cigeval.runs.local import LocalEngine
+from cigeval.runs.on_ray import RayEngine
+from cigeval.runs.options import RunOptions
+from cigeval.runs.pending import PendingCounts, expected_total, pending_samples
+from cigeval.runs.result import RunCallback, RunResult
+from cigeval.runs.signals import Stop
+from cigeval.sample import iter_samples_file
+
+if TYPE_CHECKING:
+    from cigeval.evaluation import Evaluator, SampleInput
+    from cigeval.score import Score
+
+#: What a run reads samples from: a samples JSONL file, or any iterable of samples.
+Samples = str | os.PathLike[str] | Iterable["SampleInput"]
+
+
+def run_samples(
+    evaluator: Evaluator,
+    samples: Samples,
+    out: str | os.PathLike[str],
+    *,
+    options: RunOptions | None = None,
+    engine: EngineConfig | None = None,
+    prices: dict[str, dict[str, float]] | None = None,
+    callbacks: Sequence[RunCallback] = (),
+    quiet: bool = False,
+) -> RunResult:
+    """Judge ``samples`` with ``evaluator`` and append one record per sample to ``out``.
+
+    ``samples`` is the path of a samples JSONL file (image paths relative to it) or any
+    iterable of :class:`~cigeval.Sample`, :class:`~cigeval.sample.SampleLine` or dicts,
+    consumed lazily. Rerunning with the same ``out`` resumes: ids already recorded are
+    skipped (``options`` says otherwise: overwrite, retry errors, limit). ``engine`` picks
+    where samples are judged (this process, or Ray); ``prices`` is a price table
+    (:func:`cigeval.results.load_price_table`) for the cost in the summary; ``quiet`` hides
+    the progress bar and the preflight line (warnings still go to stderr).
+
+    Raises before any sample is judged: :class:`~cigeval.results.ResultsLocked` when another
+    run holds ``out``, :class:`~cigeval.errors.ResultsWriteError` when ``out`` cannot be
+    written, :class:`~cigeval.errors.PreflightError` when a judge or tool is not usable,
+    :class:`~cigeval.errors.CigevalError` for a bad engine setup. After that it always
+    returns the :class:`RunResult`, also when Ctrl-C or SIGTERM stopped the run (then
+    ``stopped_by`` says so and the samples in flight are left for the next run). Each of
+    ``callbacks`` then gets the result; one that raises is reported in ``result.notes``.
+    """
+    options = options or RunOptions()
+    engine = engine or EngineConfig()
+    out = Path(out)
+    source: Path | Iterable[SampleInput]
+    if isinstance(samples, str | os.PathLike):
+        source = Path(samples)
+        if not source.is_file():
+            raise InputError(f"samples file not found: {source}")
+    else:
+        source = samples
+    lock = ResultsLock(out)
+    try:
+        lock.acquire()
+    except OSError as exc:
+        raise ResultsWriteError(f"cannot write results to {out}: {exc}") from None
+    with lock:
+        runner: LocalEngine | RayEngine = (
+            RayEngine(evaluator, engine) if engine.engine == "ray" else LocalEngine(evaluator)
+        )
+        try:
+            runner.prepare(quiet)
+            result = _judge(runner, evaluator, source, out, options, engine, prices, quiet)
+        finally:
+            runner.close()
+    for callback in callbacks:
+        try:
+            callback(result)
+        except Exception as exc:  # a tracker's failure must not hide the run's outcome
+            name = getattr(callback, "__name__", type(callback).__name__)
+            result.notes.append(
+                f"cigeval: the end-of-run callback {name} failed: {type(exc).__name__}: {exc}"
+            )
+    return result
+
+
+def _judge(
+    runner: LocalEngine | RayEngine,
+    evaluator: Evaluator,
+    source: Path | Iterable[SampleInput],
+    out: Path,
+    options: RunOptions,
+    engine: EngineConfig,
+    prices: dict[str, dict[str, float]] | None,
+    quiet: bool,
+) -> RunResult:
+    """Open the results file, judge what is pending, and count what was written."""
+    from tqdm import tqdm
+
+    summary = RunSummary(prices=prices)
+    writer = open_writer(out, options)
+    stop = Stop()
+    counts = PendingCounts()
+    started = time.perf_counter()
+    with writer:
+        summary.previous_errors = previous_errors(writer)
+        items = iter_samples_file(source) if isinstance(source, Path) else source
+        pending = pending_samples(items, writer.finished, options.limit, counts)
+        total = expected_total(source, writer.finished, options.limit)
+        progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)
+
+        def accept(score: Score) -> bool:
+            writer.write(score)
+            summary.add(score)
+            progress.update(1)
+            progress.set_postfix(errors=summary.statuses["error"], refresh=False)
+            return True
+
+        try:
+            runner.judge(pending, writer.retrying, accept, stop)
+        finally:
+            progress.close()
+        summary.skipped = counts.skipped
+    summary.batch = runner.batch_stats()
+    return RunResult(
+        out=out,
+        summary=summary,
+        wall_s=time.perf_counter() - started,
+        config=evaluator.config,
+        run_config=evaluator.run_config,
+        ensemble=evaluator.ensemble,
+        engine=engine,
+        options=options,
+        duplicates=counts.duplicates,
+        stopped_by=stop.reason,
+    )
+
+
+def open_writer(out: Path, options: RunOptions) -> ResultsWriter:
+    """The writer of a run that holds the lock on ``out`` already: resumed (and repaired)
+    unless ``options.overwrite``; unreadable lines moved aside are reported on stderr."""
+    try:
+        writer = ResultsWriter(
+            out,
+            resume=not options.overwrite,
+            retry_errors=options.retry_errors,
+            include_trace=options.include_trace,
+            lock=False,
+        )
+    except OSError as exc:
+        raise ResultsWriteError(f"cannot write results to {out}: {exc}") from None
+    if writer.skipped:
+        listed = "; ".join(str(line) for line in writer.skipped[:5])
+        more = f"; and {len(writer.skipped) - 5} more" if len(writer.skipped) > 5 else ""
+        print(
+            f"warning: {len(writer.skipped)} unreadable line(s) of {out} moved to "
+            f"{writer.rejected_path} ({listed}{more}); their samples run again",
+            file=sys.stderr,
+        )
+    return writer
+
+
+def previous_errors(writer: ResultsWriter) -> int:
+    """How many records already in the results file ended in error (the summary says so)."""
+    return sum(1 for status in writer.previous_statuses.values() if status == "error")
