@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         evaluate_many,
         evaluate_many_async,
     )
+    from cigeval.hf_datasets import dataset_samples, load_samples_dataset
     from cigeval.report import report_html, write_report
     from cigeval.results import read_records, to_frame
     from cigeval.rubrics import Rubric, define_rubric, register_rubric
@@ -60,6 +61,8 @@ _PUBLIC: dict[str, str] = {
     "RunOptions": "cigeval.runs",
     "RunResult": "cigeval.runs",
     # inputs and results
+    "dataset_samples": "cigeval.hf_datasets",
+    "load_samples_dataset": "cigeval.hf_datasets",
     "Sample": "cigeval.sample",
     "iter_samples_file": "cigeval.sample",
     "Score": "cigeval.score",
@@ -115,6 +118,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "__version__",
+    "dataset_samples",
     "define_rubric",
     "evaluate",
     "evaluate_async",
@@ -122,6 +126,7 @@ __all__ = [
     "evaluate_many",
     "evaluate_many_async",
     "iter_samples_file",
+    "load_samples_dataset",
     "load_tasks_file",
     "read_records",
     "register_backend",

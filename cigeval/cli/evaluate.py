@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.cli._common import UsageError, make_evaluator
+from cigeval.cli._dataset import add_dataset_flags, samples_source
 from cigeval.cli._flags import add_config_flags, add_tasks_file_flag, build_config, load_tasks_files
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
@@ -29,15 +30,25 @@ def add_evaluate_subparser(subparsers: Any) -> None:
         "failed preflight or --out in use, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); "
         "after 130 or 143, rerun the same command to finish.",
     )
-    p.add_argument("samples", type=Path, help="samples JSONL (image paths relative to it)")
+    p.add_argument(
+        "samples",
+        type=Path,
+        nargs="?",
+        help="samples JSONL (image paths relative to it); or --dataset",
+    )
     p.add_argument(
         "--model",
         action="append",
         required=True,
-        help="judge model: openai:<name>[@URL], hf:<name or path>; repeat for an ensemble",
+        help="judge model: openai:<name>[@URL], anthropic:<name>, gemini:<name>, "
+        "azure:<deployment>, litellm:<provider>/<name> (each also with @URL; docs/judges.md), "
+        "hf:<name or path>; repeat for an ensemble",
     )
-    p.add_argument("--base-url", help="OpenAI-compatible server URL (else $OPENAI_BASE_URL)")
+    p.add_argument(
+        "--base-url", help="the judge's server URL, as '@URL' in --model (else $OPENAI_BASE_URL)"
+    )
     p.add_argument("--out", type=Path, required=True, help="results JSONL (appended, resumable)")
+    add_dataset_flags(p)
     add_tasks_file_flag(p)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
@@ -79,9 +90,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     """The ``evaluate`` command."""
     from cigeval.results import load_price_table
 
-    if not args.samples.is_file():
-        raise UsageError(f"samples file not found: {args.samples}")
     load_tasks_files(args)
+    samples = samples_source(args)
     config, run_config, ensemble = build_configs(args)
     engine = build_config(args, EngineConfig)
     options = build_config(args, RunOptions)
@@ -95,7 +105,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         prices = load_price_table(args.price_table) if args.price_table else None
         result = run_samples(
             evaluator,
-            args.samples,
+            samples,
             args.out,
             options=options,
             engine=engine,
