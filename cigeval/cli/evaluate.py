@@ -11,6 +11,7 @@ from typing import Any
 from cigeval.cli._common import UsageError, make_evaluator
 from cigeval.cli._dataset import add_dataset_flags, samples_source
 from cigeval.cli._flags import add_config_flags, add_tasks_file_flag, build_config, load_tasks_files
+from cigeval.cli._track import add_track_flags, trackers_from_args
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, PreflightError
@@ -58,6 +59,7 @@ def add_evaluate_subparser(subparsers: Any) -> None:
     add_config_flags(r, RunOptions)
     r.add_argument("--price-table", type=Path, help="JSON: model -> USD per 1M prompt/completion")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_track_flags(p)
 
 
 def build_configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, EnsembleConfig]:
@@ -101,6 +103,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "of one process; use --batch on one machine, or --engine ray with direct calls"
         )
     evaluator = make_evaluator(args, config, run_config, ensemble)
+    trackers = trackers_from_args(args)
     try:
         prices = load_price_table(args.price_table) if args.price_table else None
         result = run_samples(
@@ -110,6 +113,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             options=options,
             engine=engine,
             prices=prices,
+            callbacks=trackers,
             quiet=args.quiet,
         )
     except PreflightError as exc:

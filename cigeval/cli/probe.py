@@ -17,6 +17,7 @@ from cigeval.cli._common import (
     run_preflight,
 )
 from cigeval.cli._flags import add_config_flags, build_config
+from cigeval.cli._track import add_track_flags, log_probe, trackers_from_args
 from cigeval.cli.evaluate import default_image_dir
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.errors import CigevalError
@@ -90,6 +91,7 @@ def add_probe_subparser(subparsers: Any) -> None:
         help="folder for the probe set's images and samples.jsonl (default: OUT.probe-set)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_track_flags(p)
     add_config_flags(p.add_argument_group("probe thresholds (0-1 score scale)"), ProbeSettings)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
@@ -138,6 +140,7 @@ def run_probe(args: argparse.Namespace) -> int:
         raise UsageError("--out is required: where to write the probe report")
     old = _load(compare[0]) if compare else None
     settings = build_config(args, ProbeSettings)
+    trackers = trackers_from_args(args)
     report = _run(args, settings, bypass_cache=old is not None)
     drift = None
     if old is not None:
@@ -149,6 +152,7 @@ def run_probe(args: argparse.Namespace) -> int:
         report.save(args.out)
     except OSError as exc:
         raise UsageError(f"cannot write the report to {args.out}: {exc}") from None
+    log_probe(trackers, report, args.out)
     return _finish(args, report, drift)
 
 
