@@ -46,7 +46,8 @@ def add_probe_subparser(subparsers: Any) -> None:
     p.add_argument(
         "--model",
         action="append",
-        help="judge model: openai:<name>[@URL], hf:<name or path>; repeat for an ensemble",
+        help="judge model: openai:<name>[@URL], anthropic:, gemini:, azure:, litellm: (each "
+        "also with @URL; docs/judges.md), hf:<name or path>; repeat for an ensemble",
     )
     p.add_argument("--base-url", help="OpenAI-compatible server URL (else $OPENAI_BASE_URL)")
     p.add_argument(
