@@ -22,11 +22,12 @@ def add_evaluate_subparser(subparsers: Any) -> None:
     """Register ``evaluate`` and its options on the ``cigeval`` parser."""
     p = subparsers.add_parser(
         "evaluate",
-        help="judge every sample of a JSONL file",
-        description="Judge every sample of SAMPLES.jsonl and append one record per sample to "
-        "--out. Rerunning with the same --out resumes: finished ids are skipped. One run at a "
-        "time per --out (a second one exits with status 2). Before the first sample, the "
-        "judge and the offered tools are checked (--no-preflight skips this). Exit status: "
+        help="judge every sample of a JSONL file (or of a Hugging Face dataset)",
+        description="Judge every sample of SAMPLES.jsonl (or of --dataset) and append one "
+        "record per sample to --out. Rerunning with the same --out resumes: finished ids are "
+        "skipped. One run at a time per --out (a second one exits with status 2). Before the "
+        "first sample, the judge and the offered tools are checked (--no-preflight skips "
+        "this). Exit status: "
         "0 all ok, 1 some samples ended in error (their records are written), 2 usage error, "
         "failed preflight or --out in use, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); "
         "after 130 or 143, rerun the same command to finish.",

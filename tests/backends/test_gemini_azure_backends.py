@@ -130,3 +130,28 @@ async def test_azure_preflight_names_a_missing_deployment_and_a_refused_key() ->
             await AzureOpenAIBackend("gpt-4o", server.endpoint, api_key="right").preflight()
         with pytest.raises(PreflightError, match=r"refused.*AZURE_OPENAI_API_KEY"):
             await AzureOpenAIBackend("judge-deployment", server.endpoint, api_key="x").preflight()
+
+
+@pytest.mark.parametrize(
+    ("spec", "package"),
+    [
+        ("gemini:g@http://127.0.0.1:9/v1beta/openai", None),
+        ("azure:d@http://127.0.0.1:9", None),
+        ("anthropic:c@http://127.0.0.1:9", "anthropic"),
+        ("litellm:openai/m@http://127.0.0.1:9/v1", "litellm"),
+    ],
+)
+def test_limits_and_retries_come_from_the_run_settings(
+    spec: str, package: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if package is not None:
+        pytest.importorskip(package, reason=f"the {package} extra is not installed")
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "k")
+    settings = RunConfig(
+        requests_per_minute=120, max_calls_in_flight=3, timeout_s=7, max_retries=2, cache_dir=None
+    )
+    backend = resolve_backend(spec, run_config=settings)
+    assert backend.rate_limiter is not None  # type: ignore[attr-defined]
+    assert backend.rate_limiter.requests_per_minute == 120  # type: ignore[attr-defined]
+    assert backend._in_flight.limit == 3  # type: ignore[attr-defined]
+    assert (backend.timeout_s, backend.max_retries) == (7, 2)  # type: ignore[attr-defined]
