@@ -375,7 +375,7 @@ def _run_samples(args: argparse.Namespace) -> int:
             f"no sample has all its images under {args.museum} "
             f"(e.g. {report.first_missing[0]} is missing): is it the ImagenHub image folder?"
         )
-    print(f"wrote {report.written} samples to {args.out}")
+    print(f"wrote {report.written} samples to {args.out}", file=sys.stderr)
     if report.missing_images:
         counts = ", ".join(f"{t} {n}" for t, n in sorted(report.missing_images.items()))
         print(

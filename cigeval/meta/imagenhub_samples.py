@@ -2,7 +2,8 @@
 measured on the very images the human ratings are about.
 
 The text conditions and condition-image paths of the 1,111 benchmark samples ship with
-cigeval (``cigeval/data/imagenhub_conditions.jsonl``); the images do not. Point
+cigeval (``cigeval/data/imagenhub_conditions.jsonl``, with the subject names of Subject-Driven
+IG and the concept names of Multi-Concept IC in ``imagenhub_extra/``); the images do not. Point
 :func:`imagenhub_samples` at a local copy of the ImagenHub image folder ("Museum": one folder
 per task holding ``input/``, ``token/`` and one folder per generator) to get one sample per
 human-rated image (4,801 by default).
@@ -27,15 +28,30 @@ from cigeval.meta.scores import task_id
 _CONTROL_TYPE = re.compile(r"control_([a-z]+)", re.IGNORECASE)
 
 
-@lru_cache(maxsize=1)
-def imagenhub_conditions() -> dict[tuple[str, str], dict[str, Any]]:
-    """The shipped conditions, keyed by (task id, uid)."""
-    text = resources.files("cigeval.data").joinpath("imagenhub_conditions.jsonl").read_text("utf-8")
+#: Shipped files of text conditions, each keyed by (task, uid); later files add fields.
+_CONDITION_FILES = ("imagenhub_conditions.jsonl", "imagenhub_extra/conditions_extra.jsonl")
+
+
+def _read_conditions(name: str) -> dict[tuple[str, str], dict[str, Any]]:
+    text = resources.files("cigeval.data").joinpath(name).read_text("utf-8")
     conditions: dict[tuple[str, str], dict[str, Any]] = {}
     for line in text.splitlines():
         if line.strip():
             record = json.loads(line)
             conditions[(task_id(record["task"]), str(record["uid"]))] = record
+    return conditions
+
+
+@lru_cache(maxsize=1)
+def imagenhub_conditions() -> dict[tuple[str, str], dict[str, Any]]:
+    """The shipped conditions, keyed by (task id, uid): the text condition and image paths of
+    every benchmark sample, with the Subject-Driven IG subject names and the Multi-Concept IC
+    concept names ([left, right]) from ``imagenhub_extra/`` merged in."""
+    conditions = _read_conditions(_CONDITION_FILES[0])
+    for key, extra in _read_conditions(_CONDITION_FILES[1]).items():
+        if key not in conditions:
+            raise InputError(f"package data: extra condition for unknown sample {key}")
+        conditions[key] = {**conditions[key], **extra}
     return conditions
 
 
@@ -75,9 +91,11 @@ def sample_for(
         "model": model,
         "metadata": {"uid": uid, "benchmark": "imagenhub"},
     }
-    for name in ("prompt", "instruction", "subject"):
+    for name in ("prompt", "instruction", "subject", "concepts"):
         if condition.get(name):
             sample[name] = condition[name]
+    if condition.get("subject_id"):
+        sample["metadata"]["subject_id"] = condition["subject_id"]
     if task == "control_guided_ig":
         match = _CONTROL_TYPE.search(uid)
         if match:
