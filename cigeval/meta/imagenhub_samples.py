@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.errors import InputError
+from cigeval.meta.frames import task_id
 from cigeval.meta.human import load_human_ratings
-from cigeval.meta.scores import task_id
+from cigeval.meta.selection import Samples, selection_of
 
 _CONTROL_TYPE = re.compile(r"control_([a-z]+)", re.IGNORECASE)
 
@@ -119,21 +120,20 @@ def imagenhub_samples(
     *,
     tasks: Iterable[str] | None = None,
     all_models: bool = False,
-    samples: Mapping[str, Iterable[str]] | None = None,
+    samples: Samples | None = None,
 ) -> Iterator[dict[str, Any]]:
     """One sample per human-rated image, with the mean human SC/PQ/O passed through.
 
-    ``samples`` (task -> uids, e.g. ``split.subset('test')``) keeps only those benchmark
-    samples; ``all_models`` also includes the two generators the published tables leave out.
+    ``samples`` (task -> uids, e.g. ``split.subset('test')``, or task -> model -> uids for
+    the official split) keeps only those benchmark samples or images; ``all_models`` also
+    includes the two generators the published tables leave out.
     """
     root = Path(museum).expanduser().resolve()
-    wanted = None
-    if samples is not None:
-        wanted = {(t, str(u)) for t, uids in samples.items() for u in uids}
+    wanted = None if samples is None else selection_of(samples)
     human = load_human_ratings(all_models=all_models, tasks=tasks)
     for key, row in zip(human.index, human.to_dict("records"), strict=True):
         task, model, uid = (str(part) for part in key)
-        if wanted is not None and (task, uid) not in wanted:
+        if wanted is not None and not wanted.keeps(task, model, uid):
             continue
         yield sample_for(task, model, uid, root, {str(k): float(v) for k, v in row.items()})
 
