@@ -62,8 +62,8 @@ def _rater_files(root: Traversable, task: str) -> list[tuple[int, str, str]]:
         for entry in folder.iterdir():
             match = _RATER_FILE.search(entry.name)
             if match:
-                name = f"{IMAGENHUB_TASK_NAMES[task]}/{entry.name}"
-                found.append((int(match.group(1)), name, entry.read_text(encoding="utf-8")))
+                text = entry.read_text(encoding="utf-8")
+                found.append((int(match.group(1)), str(entry), text))
     if not found:
         raise InputError(f"no human rating files (*_rater<N>.tsv) for task {task!r} in {folder}")
     return sorted(found)
@@ -108,7 +108,9 @@ def _read_rater_file(
             try:
                 sc, pq = parse_rating(cell)
             except ValueError as exc:
-                problem = BadCell(name, reader.line_num, f"{model} (uid {row[0]})", cell, str(exc))
+                problem = BadCell(
+                    name, reader.line_num, f"{model} (uid {row[0]})", repr(cell), str(exc)
+                )
                 if not lenient:
                     raise problem.error() from None
                 skipped.append(problem)

@@ -186,7 +186,7 @@ def test_duplicate_keys_and_bad_json(tmp_path: Path) -> None:
     assert [s.split(":")[0] for s in frame.attrs["skipped_lines"]] == ["line 2"]
     incomplete = tmp_path / "incomplete.jsonl"
     incomplete.write_text('{"id": 1}\n', encoding="utf-8")
-    with pytest.raises(InputError, match="incomplete.jsonl line 1: missing field"):
+    with pytest.raises(InputError, match=r"incomplete\.jsonl line 1: missing field"):
         load_scores(incomplete)
     with pytest.raises(InputError, match="cannot read"):
         load_scores(tmp_path / "absent.jsonl")
