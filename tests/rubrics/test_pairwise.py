@@ -81,7 +81,7 @@ def test_bad_candidates_are_clear_errors_naming_the_sample(change, message):
 def test_candidates_and_an_output_together_are_refused():
     data = candidates_sample({"A": RED, "B": GREEN})
     data["images"]["output"] = BLUE
-    with pytest.raises(InputError, match="no images.output"):
+    with pytest.raises(InputError, match=r"no images\.output"):
         sample_from_dict(data)
 
 
