@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.cli._common import EXIT_SAMPLE_ERRORS
+from cigeval.cli.meta_preferences import add_preferences_command, run_preferences
 from cigeval.errors import CigevalError, InputError
 from cigeval.rules import AGGREGATE_RULES, COMBINE_RULES
 
@@ -262,6 +263,7 @@ def configure_meta_parser(parser: argparse.ArgumentParser) -> None:
     _add_split(commands)
     _add_samples(commands)
     _add_export(commands)
+    add_preferences_command(commands)
     parser.set_defaults(func=run_meta)
 
 
@@ -441,6 +443,7 @@ def run_meta(args: argparse.Namespace) -> int:
         "split": _run_split,
         "imagenhub-samples": _run_samples,
         "export-trajectories": _run_export,
+        "preferences": run_preferences,
     }
     try:
         return handlers[args.meta_command](args)
