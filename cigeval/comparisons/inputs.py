@@ -130,6 +130,12 @@ def condition_key(record: Mapping[str, Any]) -> str | None:
     return json.dumps(["conditions", task, texts, hashes])
 
 
+def is_preference_record(record: Mapping[str, Any]) -> bool:
+    """True for a record of the preference rubrics (its details name the candidates)."""
+    details = record.get("details")
+    return isinstance(details, Mapping) and "candidates" in details
+
+
 def judge_scores(record: Mapping[str, Any]) -> dict[str, float]:
     """The record's score under each judge view (see :attr:`ScoredRecord.scores`)."""
     value = finite_score(record.get("score"))
@@ -199,6 +205,14 @@ def collect(items: Any) -> Collected:
             generator = generator_of(record)
             if record.get("status") != "ok":
                 collected.put_aside(source, generator, "ended in error")
+                continue
+            if is_preference_record(record):
+                collected.put_aside(
+                    source,
+                    generator,
+                    "holds a preference between candidates (rubric pairwise or pointwise), "
+                    "not one generator's score",
+                )
                 continue
             scores = judge_scores(record)
             if not scores:

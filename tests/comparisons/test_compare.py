@@ -122,11 +122,13 @@ def test_one_record_per_id_errors_and_unpairable_records_set_aside():
     records.append({**record("B", "p9", None), "status": "error", "error": "boom"})
     records.append({"id": "old", "task": "text_guided_ig", "model": "B", "status": "ok",
                     "score": 0.5})  # fmt: skip
+    records.append(record("B", "p1", 1.0, id="pref", details={"candidates": ["x", "y"]}))
     result = compare(records, "A", n_boot=50)
     row = result.groups[0].judges[0].overall()[0]
     assert row.n == 4 and row.mean_difference == pytest.approx(0.3)  # the rerun's scores
     reasons = {s.reason.split(" (")[0]: s.count for s in result.set_aside}
-    assert reasons == {"ended in error": 1, "names no condition": 1}
+    assert reasons == {"ended in error": 1, "names no condition": 1,
+                       "holds a preference between candidates": 1}  # fmt: skip
     assert any("appear more than once" in note for note in result.notes)
 
 
