@@ -33,11 +33,11 @@ def compare(
     and input images): the mean paired difference with a percentile bootstrap interval
     (``n_boot`` resamples of the conditions, confidence ``level``, fixed by ``seed``),
     wins/ties/losses, Wilcoxon's signed-rank p-value and its Holm correction across the
-    generators, per task and over all tasks; with three or more generators a Bradley–Terry
-    ranking. Records judged with different settings (run fingerprints) are never paired:
-    each settings group is compared on its own and records of a group without the baseline
-    are set aside, saying which settings differ. An ensemble's records are compared under
-    the combined score and under each judge.
+    generators, over all tasks and per task (when there are several); with three or more
+    generators a Bradley–Terry ranking. Records judged with different settings (run
+    fingerprints) are never paired: each settings group is compared on its own and records
+    of a group without the baseline are set aside, saying which settings differ. An
+    ensemble's records are compared under the combined score and under each judge.
 
     Raises :class:`cigeval.ConfigError` when ``baseline`` has no scored record.
     """
@@ -140,7 +140,8 @@ def _compare_view(
     result: CompareResult,
 ) -> JudgeComparison:
     comparison = JudgeComparison(view)
-    scopes = [ALL_TASKS, *sorted(set(tasks.values()))]
+    names = sorted(set(tasks.values()))
+    scopes = [ALL_TASKS, *names] if len(names) > 1 else [ALL_TASKS]  # one task: one row
     options: dict[str, Any] = {"n_boot": result.n_boot, "level": result.level, "seed": result.seed}
     for scope in scopes:
         rows = []
