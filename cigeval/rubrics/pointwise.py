@@ -33,6 +33,7 @@ from cigeval.rubrics.candidates import (
 from cigeval.sample import Sample
 from cigeval.sample_run import SampleRun
 from cigeval.score import Verdict
+from cigeval.tools import Tool, resolve_tools
 
 OPTIONS = ("rubric", "options")
 #: The rubrics that judge candidates themselves cannot score one candidate.
@@ -68,9 +69,14 @@ class PointwiseRubric:
     )
 
     def validate(self, sample: Sample) -> None:
-        """Require candidates, and each candidate to be a valid sample for the default
-        scoring rubric (the task's text fields and input images)."""
+        """Require candidates and the task's text fields and input images (the scoring
+        rubric checks each candidate's sample again before judging it)."""
         require_candidates(sample, self.name)
+
+    def offered_tools(self, run: SampleRun) -> list[Tool]:
+        """The tools the default scoring rubric (the agent) is offered; their presence lets
+        the evaluator's preflight check them before the first sample, as for ``cigeval``."""
+        return resolve_tools(run.config.tools)
 
     async def _score(
         self, run: SampleRun, inner: Rubric, label: str, options: dict[str, Any]
