@@ -231,3 +231,45 @@ def test_pointwise_scores_each_candidate_alone_and_ranks_them():
     two = evaluator(ScriptedBackend(scores_by_image({sha(RED): 6, sha(GREEN): 9})), "pointwise")
     pair = two.evaluate(candidates_sample({"A": RED, "B": GREEN}, task="text_guided_ig"))
     assert pair.details["preference"] == "B"
+
+
+# -- through the command line --------------------------------------------------------------
+
+
+def test_a_samples_file_of_candidates_through_evaluate_meta_and_report(
+    tmp_path, monkeypatch, capsys
+):
+    from cigeval.cli import main
+    from tests.cli_support import evaluate_cli
+    from tests.openai_server import FakeOpenAIServer
+    from tests.samples_factory import make_image, write_jsonl
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("CIGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    red, green = (
+        make_image(tmp_path / "red.png", "red"),
+        make_image(tmp_path / "green.png", "green"),
+    )
+    samples = write_jsonl(tmp_path / "samples.jsonl", [
+        {"id": "p1", "task": "text_guided_ig", "prompt": "a red field",
+         "candidates": {"A": red, "B": green}, "human": "A"},
+        {"id": "p2", "task": "text_guided_ig", "prompt": "a green field",
+         "candidates": {"A": red, "B": green}, "human": "B"},
+        {"id": "bad", "task": "text_guided_ig", "prompt": "x", "candidates": {"A": red}},
+    ])  # fmt: skip
+    out = tmp_path / "pairwise.jsonl"
+    with FakeOpenAIServer(lambda body: answer("1 > 2")) as server:  # always the first shown
+        assert evaluate_cli(server, samples, out, "--rubric", "pairwise") == 1  # one bad line
+        assert len(server.requests) == 4  # two orders for each of the two good samples
+    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert records["bad"]["status"] == "error" and "2 to 8 images" in records["bad"]["error"]
+    assert records["p1"]["details"]["consistent"] is False
+    assert records["p1"]["details"]["preference"] == "tie"
+    capsys.readouterr()
+    assert main(["meta", "preferences", str(out), "--json", "-"]) == 0
+    overall = json.loads(capsys.readouterr().out)["rows"][0]
+    assert overall["accuracy_with_ties"]["value"] == 0.0  # both kept as ties, humans chose
+    assert overall["per_order_accuracy"]["value"] == 0.5  # each order right once
+    page = tmp_path / "page.html"
+    assert main(["report", str(out), "-o", str(page), "--bootstrap", "20"]) == 0
+    assert "Pairs whose presentation orders disagreed: 2 of 2" in page.read_text()
