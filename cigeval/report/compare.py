@@ -21,6 +21,7 @@ from cigeval.comparisons.paired import ALL_TASKS
 from cigeval.comparisons.result import format_p, format_signed
 from cigeval.report.data import Run, generator_of, score_of
 from cigeval.report.plots import _svg, _text
+from cigeval.results.fingerprint import fingerprint_of
 
 _ACCENT, _MUTED, _GRID, _INK = "#2b6cb0", "#999", "#e3e3e3", "#222"
 #: Rows of the forest plot at most (the table lists all).
@@ -230,30 +231,44 @@ def _preference_records(run: Run) -> list[dict[str, Any]]:
 
 
 def _preferences_html(runs: Sequence[Run], n_boot: int, level: float, seed: int) -> str:
-    from cigeval.meta.preferences import LoadedPreferences, preference_report
-    from cigeval.meta.preferences.items import item_from_record
+    """One box per preference run and settings group (fingerprints are never pooled)."""
     from cigeval.results import last_record_per_id
 
     parts = []
     for run in runs:
-        records = _preference_records(run)
-        if not records:
-            continue
-        latest = last_record_per_id(records)
-        items = [i for i in (item_from_record(r) for r in latest) if i is not None]
-        parts.append(
-            f'<div class="cg-box cg-preferences"><h3>Preferences: {escape(run.label)}</h3>'
-        )
-        report = preference_report(
-            LoadedPreferences(items, "cigeval"), run.label, n_boot=n_boot, level=level, seed=seed
-        )
-        if report.rows:
-            parts.append(_accuracy_table(report.rows, level))
-        else:
-            parts.append('<div class="cg-note">no record carries a human label to score</div>')
-        parts.append(_inconsistent_html(latest))
-        parts.append("</div>")
+        by_setting: dict[str, list[dict[str, Any]]] = {}
+        for record in last_record_per_id(_preference_records(run)):
+            by_setting.setdefault(fingerprint_of(record), []).append(record)
+        for fingerprint, latest in by_setting.items():
+            parts.append(_preference_box(run.label, fingerprint, latest, n_boot, level, seed))
     return "".join(parts)
+
+
+def _preference_box(
+    label: str,
+    fingerprint: str,
+    latest: list[dict[str, Any]],
+    n_boot: int,
+    level: float,
+    seed: int,
+) -> str:
+    """The accuracy table and the inconsistent pairs of one preference run's settings group."""
+    from cigeval.meta.preferences import LoadedPreferences, preference_report
+    from cigeval.meta.preferences.items import item_from_record
+
+    items = [i for i in (item_from_record(r) for r in latest) if i is not None]
+    report = preference_report(
+        LoadedPreferences(items, "cigeval"), label, n_boot=n_boot, level=level, seed=seed
+    )
+    table = (
+        _accuracy_table(report.rows, level)
+        if report.rows
+        else '<div class="cg-note">no record carries a human label to score</div>'
+    )
+    return (
+        f'<div class="cg-box cg-preferences"><h3>Preferences: {escape(label)} (settings '
+        f"{escape(fingerprint)})</h3>{table}{_inconsistent_html(latest)}</div>"
+    )
 
 
 def _accuracy_table(rows: list[Any], level: float) -> str:

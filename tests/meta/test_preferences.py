@@ -204,3 +204,17 @@ def test_the_command_prints_the_table_and_refuses_unusable_input(tmp_path, capsy
     assert main(["meta", "preferences", str(judgements)]) == 2
     assert "--benchmark" in capsys.readouterr().err
     assert main(["meta", "preferences", str(tmp_path / "nothing.jsonl")]) == 2
+
+
+def test_preference_records_of_different_settings_are_never_pooled(tmp_path, capsys):
+    def record(sid, aggregate):
+        return {"id": sid, "task": "t", "status": "ok", "score": 1.0, "human": "A",
+                "config": {"aggregate": aggregate},
+                "details": {"candidates": ["A", "B"], "ranking": [["A"], ["B"]],
+                            "consistent": True}}  # fmt: skip
+
+    path = write_lines(tmp_path / "mixed.jsonl", [record("1", "min"), record("2", "mean")])
+    assert main(["meta", "preferences", str(path)]) == 2
+    assert "2 different settings" in capsys.readouterr().err
+    same = write_lines(tmp_path / "same.jsonl", [record("1", "min"), record("2", "min")])
+    assert main(["meta", "preferences", str(same)]) == 0

@@ -15,15 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cigeval.errors import InputError
-from cigeval.ranking import (
-    TIE,
-    Ranking,
-    canonical,
-    is_tie,
-    pairs_of,
-    parse_ranking,
-    winner_of,
-)
+from cigeval.ranking import TIE, Ranking, is_tie, pairs_of, parse_ranking, winner_of
 
 
 @dataclass(frozen=True)
@@ -193,8 +185,3 @@ def item_from_record(record: Mapping[str, Any]) -> PreferenceItem | None:
         orders,
         None if not isinstance(consistent, bool) else not consistent,
     )
-
-
-def same_ranking(first: Ranking, second: Ranking) -> bool:
-    """True when two rankings are the same (members of a tied group in any order)."""
-    return canonical(first) == canonical(second)

@@ -120,11 +120,33 @@ def load_cigeval_results(path: Path, task: str | None = None) -> LoadedPreferenc
         if task is not None:
             item.task = task
         items.append(item)
+    _one_setting(records, path)
     if errors:
         notes.append(f"{errors} record(s) ended in error; left out")
     if other:
         notes.append(f"{other} ok record(s) hold no preference (another rubric); left out")
     return LoadedPreferences(items, "cigeval", notes)
+
+
+def _one_setting(records: list[dict[str, Any]], path: Path) -> None:
+    """InputError when the preference records were judged with different settings (run
+    fingerprints): their accuracies are never pooled."""
+    from collections import Counter
+
+    from cigeval.results.fingerprint import fingerprint_of
+
+    counts = Counter(
+        fingerprint_of(r)
+        for r in records
+        if isinstance(r.get("details"), dict) and "candidates" in r["details"]
+    )
+    if len(counts) > 1:
+        listed = ", ".join(f"{fp} ({n} records)" for fp, n in counts.most_common())
+        raise InputError(
+            f"{path} holds preference records judged with {len(counts)} different settings "
+            f"(run fingerprints {listed}); their accuracies are never pooled: score each run "
+            "from its own file"
+        )
 
 
 #: GenAI-Bench's human votes and the verdicts they mean.
