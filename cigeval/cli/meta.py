@@ -23,6 +23,7 @@ from cigeval.cli._meta_common import (
     selected_samples,
 )
 from cigeval.cli.meta_imagenhub import add_imagenhub, run_imagenhub
+from cigeval.cli.meta_preferences import add_preferences_command, run_preferences
 from cigeval.errors import CigevalError, InputError
 
 _MISSING_SHOWN = 10
@@ -296,6 +297,7 @@ _COMMANDS: dict[str, tuple[Any, Any]] = {
     "split": (_add_split, _run_split),
     "imagenhub-samples": (_add_samples, _run_samples),
     "export-trajectories": (_add_export, _run_export),
+    "preferences": (add_preferences_command, run_preferences),
 }
 
 
