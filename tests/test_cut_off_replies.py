@@ -11,15 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cigeval.backends import ScriptedBackend
+from cigeval.messages import ModelRequest, ModelResponse
 from cigeval.results.jsonl import read_records
+from cigeval.rubrics import define_rubric
+from cigeval.sample import sample_from_dict
 from cigeval.testing import request_text, rule_judge
 from tests.cli_support import evaluate_cli
 from tests.openai_server import FakeOpenAIServer
+from tests.rubrics.support import COLOURS, evaluator, image, make_sample, output_image, reply
 from tests.samples_factory import seven_task_samples, write_jsonl
 
 #: Scores the judge gives; "10" is there so that a cut "1" would be a wrong number.
@@ -99,3 +105,111 @@ def test_cut_off_replies_never_become_scores(env: Path, rate: float, least_ok: f
     assert sum(u["cut_off_replies"] for u in usage) == len(cut)
     assert sum(u["http_attempts"] for u in usage) == len(requests)
     assert sum(u["calls"] for u in usage) == len(requests)
+
+
+# ------------------------------------------------------------------ every rubric, every call
+
+
+class CutFirstAsk:
+    """Replies in order from ``replies`` (or from a reply function), but every request with
+    less than twice the default budget gets the reply cut just after its first digit, with
+    ``finish_reason: "length"``: only a re-ask with a larger budget gets the whole reply."""
+
+    def __init__(self, replies: list[str] | Callable[[ModelRequest], str]) -> None:
+        self.replies = replies
+        self.budgets: list[int] = []
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
+        self.budgets.append(request.settings.max_tokens)
+        whole = self.replies(request) if callable(self.replies) else self.replies[0]
+        if request.settings.max_tokens < 2048:
+            digit = next((i for i, c in enumerate(whole) if c.isdigit()), len(whole) // 2)
+            return ModelResponse(whole[: digit + 1], "m", finish_reason="length")
+        if not callable(self.replies):
+            self.replies.pop(0)
+        return ModelResponse(whole, "m", finish_reason="stop")
+
+
+def _judged(rubric: str, script: Any, sample: Any, **config: Any) -> Any:
+    backend = ScriptedBackend(script)
+    score = evaluator(backend, rubric, **config).evaluate(sample)
+    return score, backend
+
+
+def _cut_and_whole(rubric: str, replies: Any, sample: Any, **config: Any) -> tuple[Any, Any]:
+    whole, _ = _judged(rubric, replies if callable(replies) else list(replies), sample, **config)
+    cutter = CutFirstAsk(replies if callable(replies) else list(replies))
+    cut, backend = _judged(rubric, cutter, sample, **config)
+    assert whole.status == cut.status == "ok", (whole.error, cut.error)
+    # every first ask was cut and asked again: the same request with twice the budget
+    first = [r.messages for r in backend.requests if r.settings.max_tokens == 1024]
+    again = [r.messages for r in backend.requests if r.settings.max_tokens == 2048]
+    assert sorted(cutter.budgets) == [1024] * len(first) + [2048] * len(again)
+    assert len(first) == len(again) > 0 and all(messages in first for messages in again)
+    assert cut.usage["cut_off_replies"] == len(first)
+    return whole, cut
+
+
+def test_viescore_reads_only_whole_replies() -> None:
+    replies = [
+        reply({"score": [8, 6], "reasoning": "sc"}),
+        reply({"score": [9, 4], "reasoning": "pq"}),
+    ]
+    whole, cut = _cut_and_whole("viescore", replies, make_sample())
+    assert cut.dimensions == whole.dimensions and cut.value == whole.value
+
+
+def test_lmm_score_turns_and_scores_read_only_whole_replies() -> None:
+    scores = {
+        f"image_{i}": {"S_acc": 10, "S_pre": 9, "S_qua": 8, "S_real": 10, "reason": "ok"}
+        for i in (1, 2)
+    }
+
+    def judge(request: ModelRequest) -> str:
+        last = request.messages[-1].text_content()
+        if "Reply with one JSON object" in last:
+            return reply(scores)
+        return f"analysis {len(request.messages)} of the images"
+
+    images = {"source": image(COLOURS["source"]), "outputs": [output_image(1), output_image(2)]}
+    sample = make_sample(images=images, task_indicator="Background Change")
+    whole, cut = _cut_and_whole("lmm_score", judge, sample)
+    assert cut.value == whole.value and cut.details["images"] == whole.details["images"]
+    assert cut.details["source_description"] == whole.details["source_description"]
+
+
+def test_factor_and_custom_rubrics_read_only_whole_replies() -> None:
+    words = (
+        "The added sand matches the instruction in grain and tone, and the fox sits at a "
+        "believable size near the centre."
+    )
+    define_rubric("t_cut_legible", factors={"legibility": "Whether text reads."}, replace=True)
+    answers = {
+        "t_cut_legible": ({"legibility": 6}, 5 / 6),
+        "instruction_fidelity": (
+            dict.fromkeys(("alignment", "completeness", "plausibility"), 7),
+            1.0,
+        ),
+    }
+    for rubric, (factor_scores, value) in answers.items():
+        answer = {
+            "image_id": "s1",
+            "online_factor_results": {
+                key: {"score": score, "justification": words}
+                for key, score in factor_scores.items()
+            },
+        }
+        whole, cut = _cut_and_whole(rubric, [reply(answer)], make_sample())
+        assert cut.value == whole.value == pytest.approx(value)
+
+
+def test_the_agents_plan_scene_graph_and_judge_read_only_whole_replies(tmp_path: Path) -> None:
+    records = {r["task"]: r for r in seven_task_samples(tmp_path)}
+    sample = sample_from_dict(records["multi_concept_ic"], base_dir=tmp_path)
+    judge = rule_judge(tools={"second concept": "Scene Graph"}, default_score=10)
+    whole, cut = _cut_and_whole("cigeval", judge, sample, tools=("Scene Graph",))
+    assert cut.value == whole.value == 1.0
+    assert not any(s.degraded for s in cut.sub_scores)
+    purposes = {e.purpose for e in cut.trace.model_calls() if e.finish_reason == "length"}
+    assert purposes == {"plan", "scene_graph", "judge"}
+    assert [s.tool for s in cut.sub_scores] == [s.tool for s in whole.sub_scores]
