@@ -112,6 +112,8 @@ def test_a_quarter_of_calls_failing_loses_nothing(env: Path) -> None:
     # every sample's answered calls were recorded exactly once: no retry leaks into the result
     answered = len(requests) - len(faulted)
     assert sum(r["usage"]["calls"] for r in records.values()) == answered
+    # and every HTTP request the server saw, failed ones and retries included, is counted
+    assert sum(r["usage"]["http_attempts"] for r in records.values()) == len(requests)
 
 
 def test_retries_running_out_is_a_named_error_and_others_finish(env: Path) -> None:
@@ -139,6 +141,7 @@ def test_retries_running_out_is_a_named_error_and_others_finish(env: Path) -> No
     (record,) = failed
     assert record["id"] == samples[0]["id"]
     assert "failed after 3 attempts" in record["error"]
+    assert (record["usage"]["calls"], record["usage"]["http_attempts"]) == (0, 3)
     assert "HTTP 500" in record["error"] and "upstream exploded" in record["error"]
     assert sum(r["status"] == "ok" for r in records.values()) == 6
 
