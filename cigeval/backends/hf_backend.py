@@ -250,14 +250,14 @@ class HFBackend:
         if folder.adapter is not None:
             model = _with_adapter(model, folder.adapter)
         self._load_processor(transformers, folder.processor)
-        self._end_of_turn = _end_of_turn_ids(
-            self._processor or self._tokenizer, self._text_tokenizer
-        )
+        renderer = self._processor if self._processor is not None else self._tokenizer
+        self._end_of_turn = _end_of_turn_ids(renderer, self._text_tokenizer)
         self._model = model.to(self.device).eval()
 
     @property
     def _text_tokenizer(self) -> Any:
-        return self._tokenizer or self._processor.tokenizer
+        """The tokenizer (the processor's, when the processor loaded)."""
+        return self._tokenizer if self._tokenizer is not None else self._processor.tokenizer
 
     def _load_processor(self, transformers: Any, where: str) -> None:
         try:
