@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from cigeval.errors import ConfigError
 from cigeval.messages import DEFAULT_MAX_REPLY_CHARS, TOKEN_CAP_FACTOR, GenerationSettings
@@ -132,14 +132,13 @@ class EvalConfig(BaseModel):
         json_schema_extra=_flag("--rubric-option", metavar="KEY=VALUE"),
     )
 
-    @model_validator(mode="after")
-    def _cap_covers_the_budget(self) -> EvalConfig:
-        if self.max_tokens_cap is not None and self.max_tokens_cap < self.max_tokens:
-            raise ValueError(
-                f"--max-tokens-cap ({self.max_tokens_cap}) must be at least --max-tokens "
-                f"({self.max_tokens})"
-            )
-        return self
+    @field_validator("max_tokens_cap")
+    @classmethod
+    def _cap_covers_the_budget(cls, cap: int | None, info: ValidationInfo) -> int | None:
+        budget = info.data.get("max_tokens")
+        if cap is not None and isinstance(budget, int) and cap < budget:
+            raise ValueError(f"must be at least --max-tokens ({budget}), got {cap}")
+        return cap
 
     @property
     def token_cap(self) -> int:

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from cigeval.backends import ScriptedBackend
+from cigeval.cli import main
+from cigeval.config import EvalConfig
 from cigeval.messages import ModelRequest, ModelResponse
 from cigeval.results.jsonl import read_records
 from cigeval.rubrics import define_rubric
@@ -213,3 +215,18 @@ def test_the_agents_plan_scene_graph_and_judge_read_only_whole_replies(tmp_path:
     purposes = {e.purpose for e in cut.trace.model_calls() if e.finish_reason == "length"}
     assert purposes == {"plan", "scene_graph", "judge"}
     assert [s.tool for s in cut.sub_scores] == [s.tool for s in whole.sub_scores]
+
+
+def test_the_cap_defaults_to_four_budgets_and_may_not_be_below_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert EvalConfig().token_cap == 4096
+    assert EvalConfig(max_tokens=300).token_cap == 1200
+    assert EvalConfig(max_tokens=300, max_tokens_cap=300).token_cap == 300
+    samples = write_jsonl(tmp_path / "samples.jsonl", seven_task_samples(tmp_path)[:1])
+    argv = ["evaluate", str(samples), "--model", "openai:m@http://127.0.0.1:9/v1"]
+    flags = ["--out", str(tmp_path / "r.jsonl"), "--max-tokens", "200", "--max-tokens-cap", "100"]
+    assert main([*argv, *flags]) == 2
+    assert "--max-tokens-cap: Value error, must be at least --max-tokens (200), got 100" in (
+        capsys.readouterr().err
+    )
