@@ -7,7 +7,8 @@ Three kinds of reply are never used:
   token budget, up to the cap (``EvalConfig.max_tokens_cap``); a reply still unfinished at the
   cap is an error saying it was cut off at that many tokens;
 - an *over-long* one (more than ``EvalConfig.max_reply_chars`` characters): it is cut to that
-  length (the trace never holds more) and re-asked like an unparseable one;
+  length (the trace never holds more) and re-asked like an unparseable one, the re-ask
+  showing only its first :data:`OVERLONG_SHOWN` characters;
 - an *unparseable* one (the caller's parser raises): the model is shown its reply and the
   problem and asked again, ``max_parse_retries`` times.
 
@@ -49,6 +50,8 @@ PARSE_IN_THREAD_CHARS = 20_000
 QUOTED_CHARS = 200
 #: How much of a parser's message about a reply is kept (a parser may quote the whole reply).
 PROBLEM_CHARS = 500
+#: How much of an over-long reply the re-ask shows the model as its previous turn.
+OVERLONG_SHOWN = 1_000
 
 
 def quote_reply(reply: str, limit: int = QUOTED_CHARS) -> str:
@@ -193,9 +196,12 @@ class JudgeSession:
                     raise ParseError(_none_usable(purpose, replies, problem), reply=last) from None
                 reasks += 1
                 reask = render("reask.j2", prompt_dir=self.prompt_dir, error=problem)
+                shown = answer.text
+                if answer.overlong is not None:  # its start says enough, and costs little
+                    shown = _clip(shown, OVERLONG_SHOWN)
                 conversation = [
                     *conversation,
-                    Message.text("assistant", answer.text),
+                    Message.text("assistant", shown),
                     Message.text("user", reask),
                 ]
 

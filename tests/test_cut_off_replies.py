@@ -230,3 +230,22 @@ def test_the_cap_defaults_to_four_budgets_and_may_not_be_below_one(
     assert "--max-tokens-cap: Value error, must be at least --max-tokens (200), got 100" in (
         capsys.readouterr().err
     )
+
+
+def test_a_megabyte_reply_never_reaches_the_records(env: Path) -> None:
+    samples = write_jsonl(env / "samples.jsonl", seven_task_samples(env)[:1])  # one question
+
+    def huge(body: dict[str, Any]) -> str:
+        reply = scoring_judge(body)
+        return reply if reply.startswith("```") else "x" * 1_000_000 + reply
+
+    out = env / "r.jsonl"
+    with FakeOpenAIServer(huge) as server:
+        assert evaluate_cli(server, samples, out, "--no-cache", "--tools", "") == 1
+    (record,) = read_records(out)
+    replies = [e["reply"] for e in record["trace"] if e["type"] == "model_call"]
+    assert [len(r) for r in replies] == [65_536] * 3  # asked, re-asked twice, each cut
+    assert record["usage"]["cut_off_replies"] == 3
+    assert "more than --max-reply-chars allows (65,536)" in record["error"]
+    # three replies of 64 Ki characters (the re-asks show 1,000 of them), not megabytes
+    assert out.stat().st_size < 250_000

@@ -164,6 +164,14 @@ async def test_an_over_long_reply_is_cut_counted_and_asked_again() -> None:
     assert "the reply is 50 characters long, more than --max-reply-chars allows (20)" in notes[0]
     assert "more than --max-reply-chars" in second.messages[-1].text  # told in the re-ask
     assert second.messages[-2].text == "7" * 20
+
+
+async def test_a_re_ask_shows_only_the_start_of_an_over_long_reply() -> None:
+    backend = ScriptedBackend(["7" * 5000, "8"])
+    judge = session(backend, max_reply_chars=3000)
+    assert await judge.ask("judge", QUESTION, strict_int) == 8
+    assert len(judge.trace.model_calls()[0].reply) == 3000
+    assert backend.requests[1].messages[-2].text_content() == "7" * 1000 + "…"
     assert (judge.calls, judge.cut_off_replies) == (2, 1)
 
 
