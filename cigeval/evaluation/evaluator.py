@@ -239,6 +239,8 @@ class Evaluator:
             config.max_parse_retries,
             judge.prompt_dir,
             templates_sha256(judge.prompt_dir),
+            max_tokens_cap=config.token_cap,
+            max_reply_chars=config.max_reply_chars,
         )
         run = SampleRun(sample, images, config, session, trace, self.tool_cache, _encoded=encoded)
         try:
