@@ -44,6 +44,7 @@ from pydantic import ValidationError
 
 from cigeval.errors import InputError
 from cigeval.image_store import ImageStore
+from cigeval.messages import UNFINISHED_REASONS
 from cigeval.meta.frames import record_uid, task_id
 from cigeval.meta.selection import Samples, Selection, selection_of
 from cigeval.results.jsonl import last_record_per_id
@@ -190,6 +191,9 @@ class _Chain:
 
 
 def _chains(calls: list[ModelCallEvent], keep_retried: bool) -> list[_Chain]:
+    # A reply cut at the token limit (or by a filter) is asked again with the same messages
+    # and a larger budget; it is never training material, even with keep_retried.
+    calls = [c for c in calls if c.finish_reason not in UNFINISHED_REASONS]
     reasked = set() if keep_retried else _reasked(calls)
     failed = {(tuple(_keys(_turns(calls[i])[:-1])), _key(_turns(calls[i])[-1])) for i in reasked}
     chains: list[_Chain] = []
