@@ -99,6 +99,7 @@ def _train(model: Path, data: Path, out: Path, args: argparse.Namespace) -> dict
         merge=False,
     )
     result = finetune(data, f"hf:{model}", out, config, progress=False, report=lambda _: None)
+    assert result.adapter is not None  # the LoRA recipe writes an adapter
     adapter_bytes = (Path(result.adapter) / "adapter_model.safetensors").stat().st_size
     return {
         "steps": result.steps,

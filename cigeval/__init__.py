@@ -13,7 +13,8 @@ Quick start::
 The names below are the public API; each loads on first use, so ``import cigeval`` stays
 light (no langgraph, pandas, scipy, OpenCV, torch or transformers until something needs them).
 Sub-packages hold the rest: :mod:`cigeval.tasks`, :mod:`cigeval.tools`,
-:mod:`cigeval.rubrics`, :mod:`cigeval.backends`, :mod:`cigeval.results`, :mod:`cigeval.meta`.
+:mod:`cigeval.rubrics`, :mod:`cigeval.backends`, :mod:`cigeval.results`, :mod:`cigeval.meta`,
+:mod:`cigeval.comparisons`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from cigeval._version import __version__
 
 if TYPE_CHECKING:
     from cigeval.backends import Backend, ScriptedBackend, register_backend
+    from cigeval.comparisons import compare
     from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
     from cigeval.engines import evaluate_dataset
     from cigeval.errors import CigevalError, ConfigError, InputError, ParseError
@@ -71,6 +73,7 @@ _PUBLIC: dict[str, str] = {
     "to_frame": "cigeval.results",
     "report_html": "cigeval.report",
     "write_report": "cigeval.report",
+    "compare": "cigeval.comparisons",
     # extension points
     "TaskSpec": "cigeval.tasks",
     "SubQuestion": "cigeval.tasks",
@@ -118,6 +121,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "__version__",
+    "compare",
     "dataset_samples",
     "define_rubric",
     "evaluate",

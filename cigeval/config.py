@@ -17,10 +17,10 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from cigeval.errors import ConfigError
-from cigeval.messages import GenerationSettings
+from cigeval.messages import DEFAULT_MAX_REPLY_CHARS, TOKEN_CAP_FACTOR, GenerationSettings
 from cigeval.rules import COMBINE_RULES, Aggregate
 from cigeval.tools.settings import DifferenceConfig, GroundingConfig
 
@@ -59,6 +59,21 @@ class EvalConfig(BaseModel):
         ge=1,
         description="reply length limit per call",
         json_schema_extra=_flag("--max-tokens"),
+    )
+    max_tokens_cap: int | None = Field(
+        None,
+        ge=1,
+        description="a reply cut at the token limit (finish reason length or content_filter) "
+        "is asked again with twice the budget, up to this many tokens, then is an error "
+        f"(default: {TOKEN_CAP_FACTOR} x --max-tokens; equal to --max-tokens: never ask again)",
+        json_schema_extra=_flag("--max-tokens-cap", metavar="TOKENS"),
+    )
+    max_reply_chars: int = Field(
+        DEFAULT_MAX_REPLY_CHARS,
+        ge=1,
+        description="a longer reply is cut to this many characters, counted and asked again "
+        "as unusable; records never hold more",
+        json_schema_extra=_flag("--max-reply-chars", metavar="CHARS"),
     )
     seed: int | None = Field(
         0, description="sent where the API takes a seed", json_schema_extra=_flag("--seed")
@@ -116,6 +131,22 @@ class EvalConfig(BaseModel):
         description="rubric-specific setting, e.g. mode=online (repeatable)",
         json_schema_extra=_flag("--rubric-option", metavar="KEY=VALUE"),
     )
+
+    @field_validator("max_tokens_cap")
+    @classmethod
+    def _cap_covers_the_budget(cls, cap: int | None, info: ValidationInfo) -> int | None:
+        budget = info.data.get("max_tokens")
+        if cap is not None and isinstance(budget, int) and cap < budget:
+            raise ValueError(f"must be at least --max-tokens ({budget}), got {cap}")
+        return cap
+
+    @property
+    def token_cap(self) -> int:
+        """The largest token budget a re-ask after a cut reply may use (``max_tokens_cap``,
+        by default :data:`~cigeval.messages.TOKEN_CAP_FACTOR` x ``max_tokens``)."""
+        if self.max_tokens_cap is not None:
+            return self.max_tokens_cap
+        return TOKEN_CAP_FACTOR * self.max_tokens
 
     def generation(self, temperature: float | None = None) -> GenerationSettings:
         """The generation settings for a judge call."""

@@ -68,6 +68,14 @@ class GenerationSettings:
         }
 
 
+#: Without an explicit cap, a reply cut at the token limit may be asked again with up to this
+#: many times the token budget (``EvalConfig.max_tokens_cap``).
+TOKEN_CAP_FACTOR = 4
+#: The longest reply used and recorded by default (``EvalConfig.max_reply_chars``): 64 Ki
+#: characters.
+DEFAULT_MAX_REPLY_CHARS = 65_536
+
+
 @dataclass(frozen=True)
 class Usage:
     """Token counts of one call (zeros when the backend does not report them)."""

@@ -2,6 +2,9 @@
 
 Lenient about form (fenced JSON, prose around it, smart quotes, "8/10", "7.5") and strict
 about content (out-of-range scores, missing keys and unknown ids are errors, never guesses).
+A value is only ever read from a complete JSON value: a reply that ends inside one (``{"score":
+"1``, as a reply cut at the token limit does) is an :class:`UnfinishedJSON` error, never the
+score 1, and nothing nested inside such a fragment is taken for an answer either.
 """
 
 from __future__ import annotations
@@ -27,6 +30,28 @@ _BUDGET_FLOOR = 100_000
 #: How close to a window's end a parse error may be caused by the cut (a number, a literal).
 _CUT_MARGIN = 32
 _OPENERS = re.compile(r"[{\[]")
+#: What may follow the place a decoder stopped when the text simply ended inside a value:
+#: nothing, or the start of a number or of true/false/null.
+_CUT_TAIL = re.compile(r"[-+0-9.eE]*|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?")
+_CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,3}")
+
+
+class UnfinishedJSON(ParseError):
+    """The reply ends inside a JSON value (an object or list opened and never closed).
+
+    Such a reply was cut off (at the token limit, by a filter, by a proxy): nothing in it is
+    read, not even a complete value nested inside the fragment.
+    """
+
+
+def _ends_inside(exc: json.JSONDecodeError, text: str) -> bool:
+    """True when decoding ``text`` failed only because the text ended inside the value."""
+    if exc.msg.startswith("Unterminated string"):
+        return True
+    tail = text[exc.pos :].strip()
+    if exc.msg.startswith("Invalid \\uXXXX escape"):
+        return _CUT_ESCAPE.fullmatch(tail) is not None
+    return _CUT_TAIL.fullmatch(tail) is not None
 
 
 def _candidates(text: str) -> list[str]:
@@ -38,11 +63,13 @@ def _candidates(text: str) -> list[str]:
 
 
 class _NoValue(Exception):
-    """No JSON container starts at a position; ``cost`` is what finding that out read."""
+    """No JSON container starts at a position; ``cost`` is what finding that out read;
+    ``unfinished``: the text ends inside the value that starts there."""
 
-    def __init__(self, cost: int, deep: bool = False) -> None:
+    def __init__(self, cost: int, deep: bool = False, unfinished: bool = False) -> None:
         self.cost = cost
         self.deep = deep
+        self.unfinished = unfinished
 
 
 def _decode_at(decoder: json.JSONDecoder, text: str, index: int) -> tuple[Any, int]:
@@ -63,8 +90,10 @@ def _decode_at(decoder: json.JSONDecoder, text: str, index: int) -> tuple[Any, i
         except RecursionError:
             raise _NoValue(cost, deep=True) from None
         except json.JSONDecodeError as exc:
+            if complete:
+                raise _NoValue(cost, unfinished=_ends_inside(exc, chunk)) from None
             cut = exc.msg.startswith("Unterminated string") or exc.pos >= len(chunk) - _CUT_MARGIN
-            if complete or not cut:
+            if not cut:
                 raise _NoValue(cost) from None
             window *= 2
             continue
@@ -91,7 +120,9 @@ def _scan_json(text: str, want: type | tuple[type, ...]) -> Any:
 
     Linear in the length of ``text``: a value found is searched, not decoded again from
     each bracket inside it, and failed attempts stop once they have read a few times the
-    text's length (a reply that hostile holds no usable JSON).
+    text's length (a reply that hostile holds no usable JSON). Raises :class:`UnfinishedJSON`
+    when the text ends inside a value before any wanted one was found: everything after its
+    opening bracket belongs to the fragment, so no bracket inside it is tried.
     """
     decoder = json.JSONDecoder()
     budget = _BUDGET_FACTOR * len(text) + _BUDGET_FLOOR
@@ -102,6 +133,8 @@ def _scan_json(text: str, want: type | tuple[type, ...]) -> Any:
         try:
             value, end = _decode_at(decoder, text, index)
         except _NoValue as failure:
+            if failure.unfinished:
+                raise UnfinishedJSON(_UNFINISHED, reply=text) from None
             budget -= failure.cost
             if budget < 0:
                 break
@@ -124,15 +157,23 @@ def _scan_json(text: str, want: type | tuple[type, ...]) -> Any:
     raise ValueError("no JSON value found")
 
 
+_UNFINISHED = (
+    "the reply ends inside a JSON value that is never closed (it was cut off): "
+    "nothing in it can be used"
+)
+
+
 def extract_json(text: str, want: type | None = None) -> Any:
     """Extract a JSON value from a reply (fenced, bare, or surrounded by prose).
 
     ``want`` (dict or list) restricts what is accepted; by default an object or an array.
-    Raises :class:`ParseError`.
+    Raises :class:`ParseError`; :class:`UnfinishedJSON` when the reply ends inside a JSON
+    value and holds no complete one before it.
     """
     accepted: type | tuple[type, ...] = want if want is not None else (dict, list)
     if not text or not text.strip():
         raise ParseError("the reply is empty", reply=text)
+    unfinished = False
     for candidate in _candidates(text):
         try:
             value = json.loads(candidate)
@@ -142,8 +183,12 @@ def extract_json(text: str, want: type | None = None) -> Any:
             pass
         try:
             return _scan_json(candidate, accepted)
+        except UnfinishedJSON:
+            unfinished = True
         except ValueError:
             continue
+    if unfinished:
+        raise UnfinishedJSON(_UNFINISHED, reply=text)
     kind = {dict: "a JSON object", list: "a JSON list"}.get(want, "a JSON object or list")  # type: ignore[call-overload]
     raise ParseError(f"the reply does not contain {kind}", reply=text)
 
@@ -189,8 +234,10 @@ def parse_score(value: Any, low: float = 0, high: float = 10, *, integer: bool =
 
 
 _LOOSE_SCORE = re.compile(
-    rf"[\"']?score[\"']?\s*[:=]\s*[\"']?({_NUMBER}(?:\s*(?:/|out of)\s*{_NUMBER})?)"
-    r"(?!\d|\.\d|[eE][-+]?\d)",  # not the prefix of a longer number such as 1e999
+    rf"[\"']?score[\"']?\s*[:=]\s*(?P<quote>[\"']?)"
+    rf"(?P<score>{_NUMBER}(?:\s*(?:/|out of)\s*{_NUMBER})?)"
+    r"(?!\d|\.\d|[eE][-+]?\d)"  # not the prefix of a longer number such as 1e999
+    r"(?P=quote)",  # a quoted score must be closed: '"score": "1' is a cut "10", "100", ...
     re.IGNORECASE,
 )
 _LOOSE_REASONING = re.compile(
@@ -201,10 +248,14 @@ _LOOSE_REASONING = re.compile(
 def parse_judgement(text: str, low: float = 0, high: float = 10) -> tuple[float, str]:
     """Parse a ``{"score": ..., "reasoning": ...}`` reply into (score, reasoning).
 
-    Falls back to ``score: 8`` / ``8/10`` written in prose when there is no JSON object.
+    Falls back to ``score: 8`` / ``8/10`` written in prose when there is no JSON object, but
+    never in a reply that opens an object it does not close (``{"score": "1`` is a cut reply,
+    not the score 1): that is an :class:`UnfinishedJSON` error.
     """
     try:
         data = extract_json(text, dict)
+    except UnfinishedJSON:
+        raise
     except ParseError:
         data = None
     if data is not None:
@@ -214,14 +265,15 @@ def parse_judgement(text: str, low: float = 0, high: float = 10) -> tuple[float,
         score = parse_score(lowered["score"], low, high)
         reasoning = lowered.get("reasoning", lowered.get("reason", ""))
         return score, str(reasoning if reasoning is not None else "").strip()
-    match = _LOOSE_SCORE.search(text) or re.search(
-        rf"\b({_NUMBER}\s*(?:/|out of)\s*{high:g})\b", text
-    )
+    if text.count("{") > text.count("}"):
+        raise UnfinishedJSON(_UNFINISHED, reply=text)
+    loose = _LOOSE_SCORE.search(text)
+    match = loose or re.search(rf"\b({_NUMBER}\s*(?:/|out of)\s*{high:g})\b", text)
     if match is None:
         raise ParseError(
             'no score found; expected JSON like {"score": 7, "reasoning": "..."}', text
         )
-    score = parse_score(match.group(1), low, high)
+    score = parse_score(loose.group("score") if loose else match.group(1), low, high)
     reason_match = _LOOSE_REASONING.search(text)
     reasoning = reason_match.group(1).strip().strip("\"'}") if reason_match else text.strip()
     return score, reasoning

@@ -80,6 +80,11 @@ class Sample(BaseModel):
         None, description="Free-text edit category, e.g. 'Background Change' (lmm_score)."
     )
     images: SampleImages = Field(default_factory=SampleImages)
+    candidates: dict[str, ImageLike] | None = Field(
+        None,
+        description="Several outputs made for this one condition, by label (e.g. {'A': path, "
+        "'B': path}); judged against each other by the rubrics pairwise and pointwise.",
+    )
     model: str | None = Field(None, description="Which generator made the image (passed through).")
     human: Any = Field(None, description="A human rating, passed through to the result.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Passed through.")
@@ -125,6 +130,15 @@ class Sample(BaseModel):
             raise ValueError(f"text field(s) {', '.join(not_text)} must be strings")
         return self
 
+    @model_validator(mode="after")
+    def _valid_candidates(self) -> Sample:
+        if self.candidates is None:
+            return self
+        problems = candidate_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
     def text_fields(self) -> dict[str, str]:
         """Every text condition of the sample that is set, by field name."""
         names = ["prompt", "instruction", "subject", "control_type", "task_indicator"]
@@ -149,6 +163,45 @@ class Sample(BaseModel):
         if conditions:
             out["conditions"] = conditions
         return out
+
+
+#: The most candidates one sample may hold.
+MAX_CANDIDATES = 8
+
+
+def candidate_problems(sample: Sample) -> list[str]:
+    """What is wrong with a sample's ``candidates`` (and the human label that ranks them)."""
+    from cigeval.ranking import RESERVED_CHARACTERS, TIE_KINDS, parse_ranking
+
+    candidates = sample.candidates or {}
+    problems: list[str] = []
+    if not 2 <= len(candidates) <= MAX_CANDIDATES:
+        problems.append(
+            f"candidates must hold 2 to {MAX_CANDIDATES} images by label, got {len(candidates)}"
+        )
+    for label in candidates:
+        if not label or label != label.strip():
+            problems.append(f"candidate label {label!r} is empty or has surrounding spaces")
+        elif any(c in label for c in RESERVED_CHARACTERS) or label.lower() in TIE_KINDS:
+            problems.append(
+                f"candidate label {label!r} is reserved or holds one of "
+                f"{' '.join(RESERVED_CHARACTERS)} (they write rankings)"
+            )
+    provided = sample.images.provided()
+    if "output" in provided or "outputs" in provided:
+        problems.append(
+            "a sample with candidates has no images.output or images.outputs: the candidates "
+            "are the outputs"
+        )
+    if not problems and isinstance(sample.human, str | list):
+        try:
+            parse_ranking(sample.human, list(candidates))
+        except ValueError as exc:
+            problems.append(
+                f"human: {exc} (a human label of candidates is a candidate label, 'tie', or a "
+                "ranking such as 'B > A')"
+            )
+    return problems
 
 
 def sample_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> Sample:
@@ -292,13 +345,18 @@ def split_side_by_side(image: Image.Image) -> tuple[Image.Image, Image.Image]:
     return left, right
 
 
+def candidate_role(label: str) -> str:
+    """The image role of candidate ``label``: ``candidate:<label>``."""
+    return f"candidate:{label}"
+
+
 def load_sample_images(sample: Sample) -> dict[str, Image.Image]:
     """Load every image of ``sample`` by role (``subjects`` become ``subject_1``/``subject_2``,
-    ``outputs`` become ``output_1``...). A side-by-side ``subject`` image of a multi-concept
-    sample is split at the middle: its left half is ``subject_1``, its right half
-    ``subject_2`` (it stays available whole as ``subject``). A ``mask`` with transparency is
-    read by its alpha channel (:func:`cigeval.images.mask_to_rgb`). Raises InputError naming
-    the image.
+    ``outputs`` become ``output_1``..., candidates ``candidate:<label>``). A side-by-side
+    ``subject`` image of a multi-concept sample is split at the middle: its left half is
+    ``subject_1``, its right half ``subject_2`` (it stays available whole as ``subject``). A
+    ``mask`` with transparency is read by its alpha channel (:func:`cigeval.images.mask_to_rgb`).
+    Raises InputError naming the image.
     """
     loaded: dict[str, Image.Image] = {}
 
@@ -316,6 +374,8 @@ def load_sample_images(sample: Sample) -> dict[str, Image.Image]:
                 loaded[f"output_{index}"] = load(item, f"outputs[{index - 1}]")
         else:
             loaded[role] = load(value, role)
+    for label, value in (sample.candidates or {}).items():
+        loaded[candidate_role(label)] = load(value, f"candidates.{label}")
     if side_by_side_subjects(sample):
         try:
             loaded["subject_1"], loaded["subject_2"] = split_side_by_side(loaded["subject"])

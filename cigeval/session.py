@@ -1,15 +1,43 @@
-"""JudgeSession: calls the judge model, records every call, and re-asks on unparseable replies."""
+"""JudgeSession: calls the judge model, records every call, and re-asks when a reply is unusable.
+
+Three kinds of reply are never used:
+
+- an *unfinished* one (its finish reason is ``length`` or ``content_filter``,
+  :data:`cigeval.messages.UNFINISHED_REASONS`): the same request is sent again with twice the
+  token budget, up to the cap (``EvalConfig.max_tokens_cap``); a reply still unfinished at the
+  cap is an error saying it was cut off at that many tokens;
+- an *over-long* one (more than ``EvalConfig.max_reply_chars`` characters): it is cut to that
+  length (the trace never holds more) and re-asked like an unparseable one, the re-ask
+  showing only its first :data:`OVERLONG_SHOWN` characters;
+- an *unparseable* one (the caller's parser raises): the model is shown its reply and the
+  problem and asked again, ``max_parse_retries`` times.
+
+Any backend gets this by reporting finish reasons in the one vocabulary
+(:func:`cigeval.messages.normalize_finish_reason`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from cigeval._unicode import safe_text
+from cigeval.backends.attempts import counting_http_attempts
 from cigeval.backends.base import Backend
 from cigeval.errors import ParseError
-from cigeval.messages import GenerationSettings, Message, ModelRequest, ModelResponse, Usage
+from cigeval.messages import (
+    DEFAULT_MAX_REPLY_CHARS,
+    TOKEN_CAP_FACTOR,
+    UNFINISHED_REASONS,
+    GenerationSettings,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Usage,
+)
 from cigeval.prompts import render, templates_sha256
 from cigeval.trace import ErrorEvent, ModelCallEvent, Trace
 
@@ -18,17 +46,54 @@ T = TypeVar("T")
 #: Replies longer than this many characters are parsed in a worker thread, so a long hostile
 #: reply never holds up the event loop (and the other samples' calls).
 PARSE_IN_THREAD_CHARS = 20_000
+#: How much of an unusable reply an error message quotes.
+QUOTED_CHARS = 200
+#: How much of a parser's message about a reply is kept (a parser may quote the whole reply).
+PROBLEM_CHARS = 500
+#: How much of an over-long reply the re-ask shows the model as its previous turn.
+OVERLONG_SHOWN = 1_000
+
+
+def quote_reply(reply: str, limit: int = QUOTED_CHARS) -> str:
+    """The first ``limit`` characters of a reply as a JSON string (``…`` marks a longer one)."""
+    shown = json.dumps(reply[:limit], ensure_ascii=False)
+    return shown + ("…" if len(reply) > limit else "")
+
+
+@dataclasses.dataclass
+class _Reply:
+    """One answer as the session keeps it: the response (text bounded) and how it arrived."""
+
+    request: ModelRequest
+    response: ModelResponse
+    #: The length of the text the backend returned, when it was cut to ``max_reply_chars``.
+    overlong: int | None = None
+
+    @property
+    def text(self) -> str:
+        return self.response.text
+
+    @property
+    def unfinished(self) -> bool:
+        return self.response.finish_reason in UNFINISHED_REASONS
 
 
 class JudgeSession:
     """One sample's conversation partner: a backend plus the sample's trace and usage.
 
-    :meth:`ask` sends messages, parses the reply with a caller-supplied function and, when the
-    parser raises :class:`ParseError`, shows the model its reply and the error and asks again
-    (at most ``max_parse_retries`` times) — always the same model, never another one. A reply
-    that could not be parsed is removed from the backend's answer cache (when it has one), so
-    a later run asks again instead of replaying it. A reply cut at the token limit is named as
-    such in the error.
+    :meth:`ask` sends messages, parses the reply with a caller-supplied function and, when a
+    reply is unusable, asks again (see the module docstring) — always the same model, never
+    another one. A reply that could not be used is removed from the backend's answer cache
+    (when it has one), so a later run asks again instead of replaying it.
+
+    ``max_tokens_cap``: the largest token budget a re-ask after a cut reply may use (default:
+    four times ``settings.max_tokens``; equal to it: never re-ask with a larger budget).
+    ``max_reply_chars``: the longest reply used and recorded.
+
+    Counts, for the sample's usage: :attr:`calls` (replies received), :attr:`http_attempts`
+    (HTTP requests the backend sent, retries and failures included;
+    :mod:`cigeval.backends.attempts`) and :attr:`cut_off_replies` (replies that arrived
+    unfinished or longer than ``max_reply_chars``).
     """
 
     def __init__(
@@ -39,16 +104,30 @@ class JudgeSession:
         max_parse_retries: int = 2,
         prompt_dir: str | None = None,
         prompts_sha256: str | None = None,
+        *,
+        max_tokens_cap: int | None = None,
+        max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS,
     ) -> None:
+        if max_reply_chars < 1:
+            raise ValueError(f"max_reply_chars must be at least 1, got {max_reply_chars}")
         self.prompt_dir = prompt_dir
         self.backend = backend
         self.settings = settings
         self.trace = trace
         self.max_parse_retries = max_parse_retries
+        self.max_tokens_cap = max(
+            settings.max_tokens,
+            max_tokens_cap
+            if max_tokens_cap is not None
+            else TOKEN_CAP_FACTOR * settings.max_tokens,
+        )
+        self.max_reply_chars = max_reply_chars
         #: The templates the prompts come from (part of each request's cache key).
         self.prompts_sha256 = prompts_sha256 or templates_sha256(prompt_dir)
         self.usage = Usage()
         self.calls = 0
+        self.http_attempts = 0
+        self.cut_off_replies = 0
 
     async def call(
         self,
@@ -58,37 +137,12 @@ class JudgeSession:
         attempt: int = 1,
         round: int = 1,
     ) -> str:
-        """Send ``messages`` once and return the reply text (recorded in the trace)."""
-        _, response = await self._send(purpose, messages, question_id, attempt, round)
-        return response.text
+        """Send ``messages`` and return the reply text (every call recorded in the trace).
 
-    async def _send(
-        self,
-        purpose: str,
-        messages: Sequence[Message],
-        question_id: str | None,
-        attempt: int,
-        round: int,
-    ) -> tuple[ModelRequest, ModelResponse]:
-        request = ModelRequest(tuple(messages), self.settings, self.prompts_sha256)
-        response = await self.backend.complete(request)
-        text = safe_text(response.text)
-        if text is not response.text:
-            response = ModelResponse(
-                text,
-                response.model,
-                response.usage,
-                response.latency_s,
-                response.cached,
-                response.finish_reason,
-                response.endpoint,
-            )
-        self.calls += 1
-        self.usage = self.usage + response.usage
-        self.trace.add(
-            ModelCallEvent.build(purpose, messages, response, attempt, question_id, round)
-        )
-        return request, response
+        Any text is accepted, but never an unfinished or over-long reply: those are asked
+        again as :meth:`ask` does, and raise :class:`ParseError` when no usable one comes.
+        """
+        return await self.ask(purpose, messages, _any_text, question_id, round, attempt)
 
     async def ask(
         self,
@@ -97,45 +151,139 @@ class JudgeSession:
         parse: Callable[[str], T],
         question_id: str | None = None,
         round: int = 1,
+        first_attempt: int = 1,
     ) -> T:
-        """Send, parse, re-ask on :class:`ParseError`; raise ParseError when attempts run out.
+        """Send, parse, re-ask while the reply is unusable; raise ParseError when the re-asks
+        (or the token budget) run out.
 
         The ParseError raised at the end carries the last reply (``reply``), so a caller can
-        still salvage what it holds.
+        still salvage what it holds, and its message says how many replies came and quotes
+        the first one.
         """
         conversation = list(messages)
-        last_error: ParseError | None = None
-        for attempt in range(1, self.max_parse_retries + 2):
-            request, response = await self._send(purpose, conversation, question_id, attempt, round)
-            reply = response.text
+        settings = self.settings
+        replies: list[str] = []
+        reasks = 0
+        attempt = first_attempt - 1
+        while True:
+            attempt += 1
+            answer = await self._send(purpose, conversation, settings, question_id, attempt, round)
+            replies.append(answer.text)
+            if answer.unfinished:
+                self._forget(answer.request)
+                larger = min(2 * settings.max_tokens, self.max_tokens_cap)
+                if larger <= settings.max_tokens:
+                    problem = _cut_off_for_good(answer.response, settings.max_tokens)
+                    self._note(purpose, problem, question_id, answer.text)
+                    raise ParseError(_none_usable(purpose, replies, problem), reply=answer.text)
+                problem = _cut_off(answer.response, settings.max_tokens)
+                self._note(purpose, f"{problem}; asking again with {larger} tokens", question_id)
+                settings = dataclasses.replace(settings, max_tokens=larger)
+                continue
             try:
-                return await _parse(parse, reply)
-            except ParseError as exc:
-                forget = getattr(self.backend, "forget", None)
-                if forget is not None:
-                    forget(request)  # an unusable reply is never an answer to replay
-                message = str(exc)
-                if response.finish_reason == "length":
-                    message = (
-                        f"the reply was cut off at the token limit (max_tokens="
-                        f"{self.settings.max_tokens}, finish_reason=length; raise --max-tokens "
-                        f"or ask for a shorter reply): {message}"
+                if answer.overlong is not None:
+                    raise ParseError(
+                        f"the reply is {answer.overlong:,} characters long, more than "
+                        f"--max-reply-chars allows ({self.max_reply_chars:,}); answer briefly"
                     )
-                last_error = ParseError(message, exc.reply if exc.reply is not None else reply)
-                self.trace.add(ErrorEvent(stage=purpose, message=message, question_id=question_id))
+                return await _parse(parse, answer.text)
+            except ParseError as exc:
+                self._forget(answer.request)  # an unusable reply is never an answer to replay
+                problem = _clip(str(exc), PROBLEM_CHARS)
+                self._note(purpose, problem, question_id, answer.text)
+                if reasks >= self.max_parse_retries:
+                    last = exc.reply if exc.reply is not None else answer.text
+                    raise ParseError(_none_usable(purpose, replies, problem), reply=last) from None
+                reasks += 1
+                reask = render("reask.j2", prompt_dir=self.prompt_dir, error=problem)
+                shown = answer.text
+                if answer.overlong is not None:  # its start says enough, and costs little
+                    shown = _clip(shown, OVERLONG_SHOWN)
                 conversation = [
                     *conversation,
-                    Message.text("assistant", reply),
-                    Message.text(
-                        "user", render("reask.j2", prompt_dir=self.prompt_dir, error=message)
-                    ),
+                    Message.text("assistant", shown),
+                    Message.text("user", reask),
                 ]
-        assert last_error is not None
-        raise ParseError(
-            f"{purpose}: no usable reply after {self.max_parse_retries + 1} attempt(s): "
-            f"{last_error}",
-            reply=last_error.reply,
+
+    async def _send(
+        self,
+        purpose: str,
+        messages: Sequence[Message],
+        settings: GenerationSettings,
+        question_id: str | None,
+        attempt: int,
+        round: int,
+    ) -> _Reply:
+        request = ModelRequest(tuple(messages), settings, self.prompts_sha256)
+        with counting_http_attempts() as counter:
+            try:
+                response = await self.backend.complete(request)
+            finally:
+                self.http_attempts += counter.count
+        text, overlong = response.text, None
+        if len(text) > self.max_reply_chars:
+            text, overlong = text[: self.max_reply_chars], len(text)
+        text = safe_text(text)
+        if text is not response.text:
+            response = dataclasses.replace(response, text=text)
+        answer = _Reply(request, response, overlong)
+        self.calls += 1
+        if answer.unfinished or overlong is not None:
+            self.cut_off_replies += 1
+        self.usage = self.usage + response.usage
+        self.trace.add(
+            ModelCallEvent.build(purpose, messages, response, attempt, question_id, round)
         )
+        return answer
+
+    def _forget(self, request: ModelRequest) -> None:
+        forget = getattr(self.backend, "forget", None)
+        if forget is not None:
+            forget(request)
+
+    def _note(
+        self, purpose: str, problem: str, question_id: str | None, reply: str | None = None
+    ) -> None:
+        """An error event in the trace: the problem, and the start of the reply it is about."""
+        message = problem if reply is None else f"{problem}; the reply: {quote_reply(reply)}"
+        self.trace.add(ErrorEvent(stage=purpose, message=message, question_id=question_id))
+
+
+def _any_text(text: str) -> str:
+    return text
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _cut_off(response: ModelResponse, max_tokens: int) -> str:
+    """What an unfinished reply is, in words."""
+    if response.finish_reason == "content_filter":
+        return (
+            "the reply was cut off by the provider's content filter "
+            f"(finish_reason=content_filter, max_tokens={max_tokens})"
+        )
+    return f"the reply was cut off at {max_tokens} tokens (finish_reason=length)"
+
+
+def _cut_off_for_good(response: ModelResponse, max_tokens: int) -> str:
+    """Why an unfinished reply ends the asking: the budget may not grow any more."""
+    if response.finish_reason == "content_filter":
+        return f"{_cut_off(response, max_tokens)}; the budget may not grow (--max-tokens-cap)"
+    return (
+        f"{_cut_off(response, max_tokens)}, the most --max-tokens-cap allows; raise "
+        "--max-tokens-cap (or --max-tokens) or ask for a shorter reply"
+    )
+
+
+def _none_usable(purpose: str, replies: list[str], problem: str) -> str:
+    """The final error: how many replies came, none usable, the last problem, the first one."""
+    times = "once" if len(replies) == 1 else f"{len(replies)} times"
+    return (
+        f"{purpose}: the judge answered {times}, none usable ({problem}); "
+        f"first reply: {quote_reply(replies[0])}"
+    )
 
 
 #: What a parser may raise on a reply it cannot read besides ParseError (a bug in a parser

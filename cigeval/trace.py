@@ -101,7 +101,11 @@ class ModelCallEvent(_Event):
 
     type: Literal["model_call"] = "model_call"
     purpose: str = Field(description="plan, judge, scene_graph, rubric, ...")
-    attempt: int = Field(1, description="1 for the first ask, 2+ for re-asks after a parse error.")
+    attempt: int = Field(
+        1,
+        description="1 for the first ask, 2+ for re-asks: after a reply cut off (the same "
+        "request with a larger budget), too long or that could not be parsed.",
+    )
     round: int = Field(1, description="The sub-question's thought/action/observation round.")
     model: str = Field(description="The model name the server reported.")
     messages: list[MessageRecord]

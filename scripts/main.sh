@@ -8,7 +8,7 @@ bash scripts/setup.sh
 SHARED="${CIGEVAL_SHARED:-../shared}"
 
 echo "== Human raters vs each other (CIGEval Table 3, first row), SC, paper averaging =="
-cigeval meta imagenhub --human --dimension SC --average paper --round 4
+cigeval meta imagenhub --human --dimension SC --average paper
 if [ -f "$SHARED/data/viescore_outputs/scores/gpt4o_0shot.tsv" ]; then
   echo "== VIEScore GPT-4o recorded judgments vs humans (Table 3, VIEScore GPT-4o row) =="
   cigeval meta imagenhub --scores "$SHARED/data/viescore_outputs/scores/gpt4o_0shot.tsv" \

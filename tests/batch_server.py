@@ -7,6 +7,7 @@ work as before) that also serves the batch path::
     POST /v1/batches                {"input_file_id", "endpoint", "completion_window"}
     GET  /v1/batches/{id}           the batch; each check moves it on (see below)
     GET  /v1/files/{id}/content     an output or error file
+    GET  /v1/files, /v1/batches     the lists (``list_status`` makes one answer an error)
 
 A batch reports ``in_progress`` on its first ``polls_to_complete`` checks, then runs every
 line through the same reply function as the chat route and reports ``completed`` with an
@@ -57,6 +58,10 @@ class FakeBatchServer(FakeOpenAIServer):
     """A chat server plus the files and batches endpoints (see the module docstring)."""
 
     polls_to_complete: int = 1
+    #: HTTP status of ``GET /files`` and ``GET /batches`` by route (200 unless set here), and
+    #: how many times each was asked.
+    list_status: dict[str, int] = field(default_factory=dict)
+    list_requests: dict[str, int] = field(default_factory=dict, init=False)
     batches: list[FakeBatch] = field(default_factory=list, init=False)
     files: dict[str, bytes] = field(default_factory=dict, init=False)
     _line_faults: list[list[Any]] = field(default_factory=list, init=False)
@@ -111,11 +116,13 @@ class FakeBatchServer(FakeOpenAIServer):
             self._handle(handler)
 
     def _get(self, handler: BaseHTTPRequestHandler) -> None:
-        path = handler.path.rstrip("/")
+        path = handler.path.split("?", 1)[0].rstrip("/")
         if "/batches/" in path:
             self._retrieve(handler, path.rsplit("/", 1)[1])
         elif path.endswith("/content") and "/files/" in path:
             self._content(handler, path.split("/files/", 1)[1].rsplit("/", 1)[0])
+        elif path.endswith(("/files", "/batches")):
+            self._list(handler, path.rsplit("/", 1)[1])
         else:
             self._list_models(handler)
 
@@ -166,6 +173,20 @@ class FakeBatchServer(FakeOpenAIServer):
                 else:
                     self._finish(batch)
         self._send(handler, 200, self._batch_object(batch))
+
+    def _list(self, handler: BaseHTTPRequestHandler, route: str) -> None:
+        """``GET /files`` or ``GET /batches``: the list (a preflight reads the first page)."""
+        with self._lock:
+            self.list_requests[route] = self.list_requests.get(route, 0) + 1
+        status = self.list_status.get(route, 200)
+        if status != 200:
+            self._send(handler, status, {"error": {"message": f"{route} not configured"}})
+            return
+        if route == "files":
+            data = [_file_object(i, len(b)) for i, b in self.files.items()]
+        else:
+            data = [self._batch_object(b) for b in self.batches]
+        self._send(handler, 200, {"object": "list", "data": data[:1], "has_more": len(data) > 1})
 
     def _content(self, handler: BaseHTTPRequestHandler, file_id: str) -> None:
         data = self.files.get(file_id)

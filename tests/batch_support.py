@@ -54,13 +54,14 @@ def normalised(record: dict[str, Any], out: Path) -> dict[str, Any]:
     copies (next to its own results file); the order in which concurrent sub-questions'
     events interleave (events are grouped by sub-question, keeping their order within one);
     and which of two samples asking the very same request at the same time is recorded as
-    making the call and which as sharing it (``cached`` per call; the run's total of shared
-    calls is compared separately).
+    making the call and which as sharing it (``cached`` per call, and so ``http_attempts``;
+    the run's totals are compared separately).
     """
     text = json.dumps(record).replace(str(out.parent), "<run>")
     copy = json.loads(text)
     copy["usage"].pop("wall_ms", None)
     copy["usage"].pop("cached_calls", None)
+    copy["usage"].pop("http_attempts", None)
     grouped: dict[str, list[dict[str, Any]]] = {}
     for event in copy.pop("trace", []):
         for key in ("time", "latency_s", "cached"):

@@ -10,6 +10,7 @@ headers) and can inject faults into chosen requests. Typical use::
 
     server.fail(0, "429", retry_after="0.1")   # the first request gets a 429
     server.fail(1, "drop")                     # the second: connection closed, no answer
+    server.cut_off(0.25, seed=1)               # about a quarter of replies cut short
 
 ``GET /v1/models`` lists ``served_models`` (an empty list by default: a server that does not
 say which names it serves, which any name then passes); such requests are counted in
@@ -19,12 +20,15 @@ say which names it serves, which any name then passes); such requests are counte
 Or as a pytest fixture: ``from tests.openai_server import openai_server`` in a conftest.
 Faults: ``"429"`` (with Retry-After / retry-after-ms), ``"500"``, ``"400"``, ``"401"``, ``"404"``,
 ``"garbage"`` (HTTP 200, a body that is not JSON), ``"no_choices"`` (HTTP 200, valid JSON
-without choices) and ``"drop"`` (the connection closes before any response).
+without choices) and ``"drop"`` (the connection closes before any response). ``cut_off(rate)``
+cuts replies short at random, as a token limit would (``finish_reason: "length"``); such
+requests are recorded with the fault ``"cut"`` and the text sent.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -49,6 +53,8 @@ class RecordedRequest:
     body: dict[str, Any]
     fault: str | None = None
     received_at: float = 0.0
+    #: The reply text sent back (None: no reply, e.g. a fault).
+    reply: str | None = None
 
     def header(self, name: str) -> str | None:
         """A request header, looked up case-insensitively."""
@@ -118,6 +124,7 @@ class FakeOpenAIServer:
     max_concurrent: int = field(default=0, init=False)
     _active: int = field(default=0, init=False, repr=False)
     _faults: dict[int, _Fault] = field(default_factory=dict, init=False, repr=False)
+    _cut: tuple[float, random.Random] | None = field(default=None, init=False, repr=False)
     _served: int = field(default=0, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _httpd: ThreadingHTTPServer | None = field(default=None, init=False, repr=False)
@@ -139,6 +146,25 @@ class FakeOpenAIServer:
         if kind not in FAULTS:
             raise ValueError(f"unknown fault {kind!r}; choose from {FAULTS}")
         self._faults[index] = _Fault(kind, retry_after, retry_after_ms, message)
+
+    def cut_off(self, rate: float, *, seed: int = 0) -> None:
+        """From now on, cut about ``rate`` of the chat replies short, reported with
+        ``finish_reason: "length"``. Half of the cuts fall just after the first character of
+        a quoted score (``{"score": "10"`` becomes ``{"score": "1``), the rest anywhere."""
+        self._cut = (rate, random.Random(seed))
+
+    def _maybe_cut(self, reply: str) -> int | None:
+        """Where to cut ``reply``, or None to send it whole."""
+        if self._cut is None or len(reply) < 2:
+            return None
+        rate, rng = self._cut
+        with self._lock:
+            if rng.random() >= rate:
+                return None
+            score = reply.find('"score": "')
+            if score >= 0 and rng.random() < 0.5:
+                return score + len('"score": "') + 1
+            return rng.randrange(1, len(reply))
 
     @property
     def base_url(self) -> str:
@@ -236,7 +262,12 @@ class FakeOpenAIServer:
             elif reply is None:
                 self._send(handler, 404, {"error": {"message": f"no route {handler.path}"}})
             else:
-                self._send(handler, 200, self._completion(reply, index))
+                cut = self._maybe_cut(reply)
+                finish_reason = None
+                if cut is not None:
+                    reply, finish_reason, record.fault = reply[:cut], "length", "cut"
+                record.reply = reply
+                self._send(handler, 200, self._completion(reply, index, finish_reason))
         finally:
             with self._lock:
                 self._active -= 1
@@ -251,8 +282,14 @@ class FakeOpenAIServer:
             self._served += 1
             return reply
 
-    def _completion(self, text: str, index: int) -> dict[str, Any]:
+    def _completion(
+        self, text: str, index: int, finish_reason: str | None = None
+    ) -> dict[str, Any]:
         prompt, completion = self.usage
+        if finish_reason is None:
+            finish_reason = (
+                self.finish_reason(text) if callable(self.finish_reason) else self.finish_reason
+            )
         return {
             "id": f"chatcmpl-{index}",
             "object": "chat.completion",
@@ -262,11 +299,7 @@ class FakeOpenAIServer:
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": text},
-                    "finish_reason": (
-                        self.finish_reason(text)
-                        if callable(self.finish_reason)
-                        else self.finish_reason
-                    ),
+                    "finish_reason": finish_reason,
                 }
             ],
             "usage": {

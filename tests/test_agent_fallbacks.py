@@ -241,5 +241,6 @@ def test_a_reply_with_neither_score_nor_tool_still_fails_the_sub_question(seven)
         seven["text_guided_ig"], reply, tools=("Difference",), max_rounds=2, max_parse_retries=1
     )
     assert score.status == "error" and score.value is None
-    assert "no usable reply after 2 attempt(s)" in (score.error or "")
+    assert "the judge answered 2 times, none usable (no score found" in (score.error or "")
+    assert 'first reply: "no idea"' in (score.error or "")
     assert len(backend.requests) == 3  # the plan, then the judge asked twice

@@ -77,6 +77,9 @@ def test_batch_gives_the_records_of_direct_calls_through_one_batch_per_stage(env
     for sample_id in a:
         assert normalised(a[sample_id], direct) == normalised(b[sample_id], batched), sample_id
     assert shared_calls(a) == shared_calls(b)
+    # Each request was sent once, directly or in a batch, and counted for its sample.
+    assert sum(r["usage"]["http_attempts"] for r in a.values()) == direct_calls
+    assert sum(r["usage"]["http_attempts"] for r in b.values()) == len(ids)
     # The batch record lies next to the results and lists the four batches.
     assert (batched.parent / "results.batches.json").is_file()
 

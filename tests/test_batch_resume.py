@@ -70,3 +70,8 @@ def test_a_run_killed_after_submitting_resumes_polling_the_same_batch(tmp_path: 
     assert a.keys() == b.keys() and len(b) == 7
     for sample_id in a:
         assert normalised(a[sample_id], direct) == normalised(b[sample_id], out), sample_id
+    # The resumed batch's requests were sent (and counted) by the killed run; this run's
+    # records count the requests it submitted itself.
+    sent_now = len(submitted) - len(first.custom_ids)
+    assert sum(r["usage"]["http_attempts"] for r in b.values()) == sent_now
+    assert sum(r["usage"]["http_attempts"] for r in a.values()) == direct_calls

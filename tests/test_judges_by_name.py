@@ -151,6 +151,8 @@ def test_judges_the_examples_records_provenance_and_reruns_from_cache(
         spec, endpoint = provider.spec(server), provider.endpoint(server)
         assert evaluate(spec, out) == 0
         asked = requests_of(server)
+        # every HTTP request of a judge call is counted in the records' usage
+        assert sum(r["usage"]["http_attempts"] for r in read_records(out)) == asked
         assert evaluate(spec, out, "--overwrite") == 0  # the same requests again
         assert requests_of(server) == asked  # every answer came from the cache
     records = list(read_records(out))
@@ -166,6 +168,7 @@ def test_judges_the_examples_records_provenance_and_reruns_from_cache(
         assert calls and all(call["cached"] for call in calls)
         assert judge["finish_reasons"] == {"stop": len(calls)}
     assert SECRET not in out.read_text()
+    assert sum(r["usage"]["http_attempts"] for r in records) == 0  # all from the cache
     if isinstance(server, FakeAzureServer):
         assert {deployment for deployment, _ in server.calls} == {"judge"}
 

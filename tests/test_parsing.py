@@ -6,7 +6,15 @@ import pytest
 
 from cigeval.agent.plan import parse_plan
 from cigeval.errors import ParseError
-from cigeval.parsing import extract_json, parse_judgement, parse_score, parse_yes_no
+from cigeval.parsing import (
+    UnfinishedJSON,
+    extract_json,
+    parse_judgement,
+    parse_score,
+    parse_yes_no,
+)
+from cigeval.rubrics.factor_parsing import FactorReplySpec, parse_factor_reply
+from cigeval.rubrics.viescore import parse_score_list
 from cigeval.tasks import get_task
 from cigeval.tools import registered_tools
 
@@ -45,6 +53,47 @@ def test_judgements_in_the_forms_models_write(text, score, reasoning):
 def test_unusable_judgements_raise_parse_error(text):
     with pytest.raises(ParseError):
         parse_judgement(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"score": "1',  # the issue's case: a "10" cut at the token limit
+        '{"score": 1',
+        '{"score": 7, "reasoning": "the red squ',
+        '{"score": 8, "reasoning": "the "red" squ',  # cut and malformed
+        '{"result": {"score": 3, "reasoning": "x"}, "note": "cu',  # a whole value inside
+        '```json\n{"score": "1\n```',  # a fence closed around a fragment
+        'Sure: {"score": 9, "reasoning": "fine", "extra": tru',
+    ],
+)
+def test_a_fragment_of_json_is_never_a_score(text):
+    with pytest.raises(UnfinishedJSON, match="never closed"):
+        parse_judgement(text)
+
+
+def test_a_complete_value_before_a_fragment_still_counts():
+    assert parse_judgement('{"score": 3, "reasoning": "a"} and {"score": 4, "rea') == (3, "a")
+    assert extract_json('[1, 2] then {"a": [3', list) == [1, 2]
+    with pytest.raises(UnfinishedJSON):
+        extract_json('[1, 2] then {"a": [3', dict)
+
+
+def test_prose_scores_must_close_their_quotes():
+    assert parse_judgement('score: "7" overall')[0] == 7
+    with pytest.raises(ParseError):
+        parse_judgement('Score: "1')
+
+
+def test_rubric_and_plan_parsers_refuse_fragments_too():
+    with pytest.raises(UnfinishedJSON):
+        parse_score_list('{"score": [3, 4], "reasoning": "bl', 2)
+    spec = FactorReplySpec("s1", "online_factor_results", ("quality",), (1, 7), None)
+    cut = '{"image_id": "s1", "online_factor_results": {"quality": {"score": 6, "justif'
+    with pytest.raises(UnfinishedJSON):
+        parse_factor_reply(cut, spec)
+    with pytest.raises(UnfinishedJSON):
+        plan('[{"task_id": "1", "used": "no"}, {"task_id": "2", "used": "no"}, {"task_')
 
 
 def test_parse_score_rescales_other_denominators_and_checks_integers():

@@ -54,6 +54,7 @@ def test_a_second_server_under_the_same_name_is_asked_never_answered_from_cache(
         assert len(a.requests) == sent_to_a
     from_a, from_b = records_of(tmp_path / "a.jsonl"), records_of(tmp_path / "b.jsonl")
     assert sent_to_b == sum(r["usage"]["calls"] - r["usage"]["cached_calls"] for r in from_b)
+    assert sent_to_b == sum(r["usage"]["http_attempts"] for r in from_b)
     assert {r["score"] for r in from_a} == {0.3} and {r["score"] for r in from_b} == {0.9}
     for record in from_b:
         (judge,) = record["provenance"]["judges"]
@@ -81,6 +82,8 @@ def test_a_second_server_that_is_down_gives_no_answers_from_the_first(
     records = records_of(tmp_path / "b.jsonl")
     assert len(records) == 3 and all(r["status"] == "error" for r in records)
     assert all("connection failed" in r["error"] for r in records)
+    # no reply came, yet each sample tried: the attempts are counted
+    assert all(r["usage"]["calls"] == 0 and r["usage"]["http_attempts"] >= 1 for r in records)
 
 
 def test_every_record_names_endpoint_model_version_prompts_and_finish_reasons(
@@ -169,15 +172,22 @@ def test_a_reply_cut_at_the_token_limit_is_named_in_the_error(
         status = run(
             f"openai:judge@{server.base_url}", samples, out, "--max-tokens", "5", "--tools", ""
         )
+        budgets = sorted({r.body["max_tokens"] for r in server.requests})
     assert status == 1
+    assert budgets == [5, 10, 20]  # asked again with twice the budget, up to 4 x --max-tokens
     for record in records_of(out):
         assert record["status"] == "error"
-        assert "cut off at the token limit (max_tokens=5, finish_reason=length" in record["error"]
+        assert "the reply was cut off at 20 tokens (finish_reason=length)" in record["error"]
+        assert "--max-tokens-cap" in record["error"]
         calls = [e for e in record["trace"] if e["type"] == "model_call"]
         assert {e["finish_reason"] for e in calls} == {"length"}
-        # The re-ask told the model what happened.
-        reasks = [e for e in calls if e["attempt"] > 1]
-        assert reasks and "cut off at the token limit" in reasks[0]["messages"][-1]["text"]
+        assert record["usage"]["cut_off_replies"] == len(calls)
+        # A cut reply is asked again as it was, with a larger budget: no re-ask message.
+        assert all(
+            e["messages"] == calls[0]["messages"]
+            for e in calls
+            if e["question_id"] == calls[0]["question_id"]
+        )
 
 
 def test_retry_errors_asks_the_model_again_and_recovers(samples: Path, tmp_path: Path) -> None:

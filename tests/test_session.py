@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cigeval.backends import CachedBackend, ResponseCache, ScriptedBackend
-from cigeval.errors import ParseError
+from cigeval.backends.attempts import note_http_attempt
+from cigeval.errors import BackendError, ParseError
 from cigeval.messages import GenerationSettings, Message, ModelRequest, ModelResponse
+from cigeval.parsing import parse_judgement
 from cigeval.prompts import templates_sha256
 from cigeval.session import PARSE_IN_THREAD_CHARS, JudgeSession
 from cigeval.trace import Trace
@@ -18,19 +21,23 @@ QUESTION = [Message.text("user", "Score it.")]
 
 
 class CutBackend:
-    """Replies with a fixed text, reported as cut at the token limit."""
+    """Replies with a fixed text, reported as cut at the token limit; records each budget."""
 
     identity = "test:cut"
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, finish_reason: str = "length") -> None:
         self.text = text
+        self.finish_reason = finish_reason
+        self.budgets: list[int] = []
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        return ModelResponse(self.text, "served-model", finish_reason="length")
+        self.budgets.append(request.settings.max_tokens)
+        return ModelResponse(self.text, "served-model", finish_reason=self.finish_reason)
 
 
-def session(backend: object, retries: int = 1) -> JudgeSession:
-    return JudgeSession(backend, GenerationSettings(max_tokens=16), Trace(), retries)  # type: ignore[arg-type]
+def session(backend: object, retries: int = 1, **options: Any) -> JudgeSession:
+    settings = GenerationSettings(max_tokens=16)
+    return JudgeSession(backend, settings, Trace(), retries, **options)  # type: ignore[arg-type]
 
 
 def strict_int(text: str) -> int:
@@ -39,16 +46,174 @@ def strict_int(text: str) -> int:
     return int(text)
 
 
-async def test_a_reply_cut_at_the_token_limit_is_named_as_such() -> None:
-    judge = session(CutBackend('{"score": '))
+def judgement(text: str) -> float:
+    return parse_judgement(text)[0]
+
+
+async def test_a_cut_reply_is_asked_again_with_twice_the_budget_up_to_the_cap() -> None:
+    backend = CutBackend('{"score": "1')
+    judge = session(backend, max_tokens_cap=64)
     with pytest.raises(ParseError) as info:
-        await judge.ask("judge", QUESTION, strict_int)
+        await judge.ask("judge", QUESTION, judgement)
+    assert backend.budgets == [16, 32, 64]  # doubled, never past the cap, no parse re-ask
     message = str(info.value)
-    assert "cut off at the token limit (max_tokens=16, finish_reason=length" in message
+    assert message.startswith("judge: the judge answered 3 times, none usable")
+    assert "the reply was cut off at 64 tokens (finish_reason=length)" in message
+    assert "--max-tokens-cap" in message and 'first reply: "{\\"score\\": \\"1"' in message
     calls = judge.trace.model_calls()
-    assert [c.finish_reason for c in calls] == ["length", "length"]
-    assert calls[0].model == "served-model"
-    assert "cut off at the token limit" in calls[1].messages[-1].text  # told in the re-ask
+    assert [c.finish_reason for c in calls] == ["length"] * 3
+    assert [c.attempt for c in calls] == [1, 2, 3]
+    assert all(c.messages == calls[0].messages for c in calls)  # the same request, larger budget
+    notes = [e.message for e in judge.trace.events if e.type == "error"]
+    assert "asking again with 32 tokens" in notes[0] and "asking again with 64 tokens" in notes[1]
+    assert (judge.calls, judge.cut_off_replies) == (3, 3)
+
+
+async def test_the_default_cap_is_four_times_the_budget() -> None:
+    backend = CutBackend("{")
+    with pytest.raises(ParseError, match="cut off at 64 tokens"):
+        await session(backend).ask("judge", QUESTION, judgement)
+    assert backend.budgets == [16, 32, 64]
+
+
+async def test_a_cap_equal_to_the_budget_never_asks_again() -> None:
+    backend = CutBackend('{"score": 7, "reasoning": "complete, yet cut"}')
+    with pytest.raises(ParseError, match="answered once, none usable"):
+        await session(backend, max_tokens_cap=16).ask("judge", QUESTION, judgement)
+    assert backend.budgets == [16]  # even a complete JSON value is not used when cut
+
+
+async def test_a_reply_stopped_by_the_content_filter_is_never_used() -> None:
+    backend = CutBackend('{"score": 9}', finish_reason="content_filter")
+    with pytest.raises(ParseError) as info:
+        await session(backend, max_tokens_cap=32).ask("judge", QUESTION, judgement)
+    assert backend.budgets == [16, 32]
+    assert "content filter (finish_reason=content_filter" in str(info.value)
+
+
+async def test_the_issue_case_gives_the_score_of_the_complete_reply(tmp_path: Path) -> None:
+    """``{"score": "1`` cut at the token limit, then the whole reply with a larger budget."""
+
+    def reply(request: ModelRequest) -> ModelResponse:
+        if request.settings.max_tokens < 32:
+            return ModelResponse('{"score": "1', "m", finish_reason="length")
+        return ModelResponse('{"score": "10", "reasoning": "all there"}', "m", finish_reason="stop")
+
+    cached = CachedBackend(ScriptedBackend(reply), ResponseCache(tmp_path))
+    judge = session(cached)
+    assert await judge.ask("judge", QUESTION, judgement) == 10
+    first, second = cached.inner.requests  # type: ignore[attr-defined]
+    # the cut reply was forgotten, the complete one is kept
+    assert cached.cache.lookup(cached.key(first)) is None
+    assert cached.cache.lookup(cached.key(second)) is not None
+    assert (judge.calls, judge.cut_off_replies) == (2, 1)
+
+
+@pytest.mark.parametrize("finish_reason", ["stop", None, "unknown"])
+async def test_a_fragment_is_unusable_whatever_the_finish_reason(finish_reason: str | None) -> None:
+    backend = ScriptedBackend(
+        [
+            ModelResponse('{"score": "1', "m", finish_reason=finish_reason),
+            ModelResponse('{"score": "10", "reasoning": "whole"}', "m", finish_reason="stop"),
+        ]
+    )
+    judge = session(backend)
+    assert await judge.ask("judge", QUESTION, judgement) == 10
+    (note,) = [e.message for e in judge.trace.events if e.type == "error"]
+    assert "never closed" in note and "--max-tokens" not in note
+    # a fragment the server did not call cut is re-asked as unparseable, not as cut off
+    assert judge.cut_off_replies == 0
+    assert len(backend.requests[1].messages) == len(QUESTION) + 2
+
+
+async def test_no_token_hint_when_a_complete_reply_simply_holds_no_json() -> None:
+    judge = session(ScriptedBackend(["I cannot judge this image."] * 2))
+    with pytest.raises(ParseError) as info:
+        await judge.ask("judge", QUESTION, judgement)
+    message = str(info.value)
+    assert "answered 2 times, none usable (no score found" in message
+    assert 'first reply: "I cannot judge this image."' in message
+    assert "max-tokens" not in message and "cut off" not in message
+
+
+async def test_errors_quote_the_first_200_characters_of_the_reply() -> None:
+    long = "x" * 150 + "y" * 150
+    judge = session(ScriptedBackend([long]), retries=0)
+    with pytest.raises(ParseError) as info:
+        await judge.ask("judge", QUESTION, judgement)
+    assert f'first reply: "{long[:200]}"…' in str(info.value)
+    assert long[:201] not in str(info.value)
+    (note,) = [e.message for e in judge.trace.events if e.type == "error"]
+    assert note.endswith(f'the reply: "{long[:200]}"…')
+
+
+async def test_a_parser_message_quoting_a_whole_reply_is_clipped() -> None:
+    judge = session(ScriptedBackend(["z" * 5000]), retries=0)
+    with pytest.raises(ParseError) as info:
+        await judge.ask("judge", QUESTION, strict_int)  # its message holds the whole reply
+    assert len(str(info.value)) < 1000
+
+
+async def test_an_over_long_reply_is_cut_counted_and_asked_again() -> None:
+    backend = ScriptedBackend(["7" * 50, "8"])
+    judge = session(backend, max_reply_chars=20)
+    assert await judge.ask("judge", QUESTION, strict_int) == 8
+    first, second = judge.trace.model_calls()
+    assert first.reply == "7" * 20  # the trace never holds more than the limit
+    notes = [e.message for e in judge.trace.events if e.type == "error"]
+    assert "the reply is 50 characters long, more than --max-reply-chars allows (20)" in notes[0]
+    assert "more than --max-reply-chars" in second.messages[-1].text  # told in the re-ask
+    assert second.messages[-2].text == "7" * 20
+
+
+async def test_a_re_ask_shows_only_the_start_of_an_over_long_reply() -> None:
+    backend = ScriptedBackend(["7" * 5000, "8"])
+    judge = session(backend, max_reply_chars=3000)
+    assert await judge.ask("judge", QUESTION, strict_int) == 8
+    assert len(judge.trace.model_calls()[0].reply) == 3000
+    assert backend.requests[1].messages[-2].text_content() == "7" * 1000 + "…"
+    assert (judge.calls, judge.cut_off_replies) == (2, 1)
+
+
+async def test_replies_that_stay_too_long_end_in_an_error() -> None:
+    judge = session(ScriptedBackend(["9" * 1000] * 2), max_reply_chars=100)
+    with pytest.raises(
+        ParseError, match=r"answered 2 times, none usable \(the reply is 1,000 char"
+    ):
+        await judge.ask("judge", QUESTION, strict_int)
+    assert all(len(c.reply) == 100 for c in judge.trace.model_calls())
+
+
+async def test_call_takes_any_text_but_never_a_cut_one() -> None:
+    def reply(request: ModelRequest) -> ModelResponse:
+        budget = request.settings.max_tokens
+        return ModelResponse(
+            f"a description in {budget}", "m", finish_reason="length" if budget < 64 else "stop"
+        )
+
+    backend = ScriptedBackend(reply)
+    judge = session(backend)
+    assert await judge.call("describe", QUESTION) == "a description in 64"
+    assert [r.settings.max_tokens for r in backend.requests] == [16, 32, 64]
+
+
+class FailingHTTPBackend:
+    """Sends three HTTP requests for each call, then gives up (as a backend out of retries)."""
+
+    identity = "test:failing"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        note_http_attempt(3)
+        raise BackendError("server error after 3 attempts")
+
+
+async def test_http_attempts_are_counted_also_when_the_call_fails() -> None:
+    judge = session(FailingHTTPBackend())
+    with pytest.raises(BackendError):
+        await judge.call("judge", QUESTION)
+    assert (judge.http_attempts, judge.calls) == (3, 0)
+    note_http_attempt()  # outside a call it counts for nobody
+    assert judge.http_attempts == 3
 
 
 async def test_any_failure_of_a_parser_is_a_parse_error_that_is_reasked() -> None:

@@ -19,6 +19,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -79,7 +80,27 @@ def one_record_per_id(out: Path, ids: list[str]) -> dict[str, dict[str, Any]]:
 # --------------------------------------------------------------------------- flaky server
 
 
-def test_a_quarter_of_calls_failing_loses_nothing(env: Path) -> None:
+def count_sent_requests(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count every request the openai client hands to its HTTP client (one list item each).
+
+    The server does not see them all: a request sent on a connection it had just closed (a
+    dropped one) fails in the client without reaching it, yet was an attempt."""
+    client_class = type(openai.AsyncOpenAI(api_key="k", max_retries=0)._client)
+    original = client_class.send
+    sent: list[int] = []
+
+    async def counting_send(self: Any, request: Any, **kwargs: Any) -> Any:
+        sent.append(1)
+        return await original(self, request, **kwargs)
+
+    monkeypatch.setattr(client_class, "send", counting_send)
+    return sent
+
+
+def test_a_quarter_of_calls_failing_loses_nothing(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = count_sent_requests(monkeypatch)
     samples = distinct_samples(env, 40)
     path = write_jsonl(env / "samples.jsonl", samples)
     out = env / "results.jsonl"
@@ -112,6 +133,10 @@ def test_a_quarter_of_calls_failing_loses_nothing(env: Path) -> None:
     # every sample's answered calls were recorded exactly once: no retry leaks into the result
     answered = len(requests) - len(faulted)
     assert sum(r["usage"]["calls"] for r in records.values()) == answered
+    # and every HTTP request sent, failed ones and retries included, is counted: at least
+    # every one the server saw
+    assert sum(r["usage"]["http_attempts"] for r in records.values()) == len(sent)
+    assert len(sent) >= len(requests)
 
 
 def test_retries_running_out_is_a_named_error_and_others_finish(env: Path) -> None:
@@ -139,6 +164,7 @@ def test_retries_running_out_is_a_named_error_and_others_finish(env: Path) -> No
     (record,) = failed
     assert record["id"] == samples[0]["id"]
     assert "failed after 3 attempts" in record["error"]
+    assert (record["usage"]["calls"], record["usage"]["http_attempts"]) == (0, 3)
     assert "HTTP 500" in record["error"] and "upstream exploded" in record["error"]
     assert sum(r["status"] == "ok" for r in records.values()) == 6
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.base import Backend, Preflight, backend_endpoint
 from cigeval.backends.cache import (
     CachedBackend,
@@ -52,6 +53,7 @@ __all__ = [
     "bypass_cached_answers",
     "cache_key",
     "get_backend",
+    "note_http_attempt",
     "register_backend",
     "resolve_backend",
 ]

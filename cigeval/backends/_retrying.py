@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any, Generic, TypeVar
 
 from cigeval.backends._spec import endpoint_url, public_url
+from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
 from cigeval.errors import BackendError, ConfigError
 from cigeval.messages import ModelRequest, ModelResponse
@@ -238,6 +239,9 @@ class RetryingBackend:
                 async with self._in_flight.slot():
                     if self.rate_limiter is not None:
                         await self.rate_limiter.acquire(estimate)
+                    # The SDKs never retry (their retries are off): one attempt is one HTTP
+                    # request, counted for the sample's usage.
+                    note_http_attempt()
                     response = await self._attempt(request, url)
             except Exception as exc:
                 failure = self._classify(exc)

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.backends.base import Backend, backend_endpoint
-from cigeval.messages import ModelRequest, ModelResponse, TextPart, Usage
+from cigeval.messages import (
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    Usage,
+    normalize_finish_reason,
+)
 
 logger = logging.getLogger("cigeval.backends.cache")
 
@@ -130,7 +136,8 @@ class ResponseCache:
                 ),
                 latency_s=0.0,
                 cached=True,
-                finish_reason=str(finish_reason) if finish_reason is not None else None,
+                # Entries written before the one vocabulary may hold a provider's spelling.
+                finish_reason=normalize_finish_reason(finish_reason),
                 endpoint=str(endpoint) if endpoint is not None else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError):

@@ -99,6 +99,8 @@ class HFBackend:
         self._processor: Any = None
         self._image_processor: Any = None
         self._load_error: CigevalError | None = None
+        #: The token(s) the chat template ends an assistant turn with (found on load).
+        self._end_of_turn: set[int] = set()
 
     @property
     def identity(self) -> str:
@@ -248,7 +250,14 @@ class HFBackend:
         if folder.adapter is not None:
             model = _with_adapter(model, folder.adapter)
         self._load_processor(transformers, folder.processor)
+        renderer = self._processor if self._processor is not None else self._tokenizer
+        self._end_of_turn = _end_of_turn_ids(renderer, self._text_tokenizer)
         self._model = model.to(self.device).eval()
+
+    @property
+    def _text_tokenizer(self) -> Any:
+        """The tokenizer (the processor's, when the processor loaded)."""
+        return self._tokenizer if self._tokenizer is not None else self._processor.tokenizer
 
     def _load_processor(self, transformers: Any, where: str) -> None:
         try:
@@ -302,31 +311,33 @@ class HFBackend:
                     options["top_p"] = settings.top_p
             else:
                 options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-            tokenizer = self._tokenizer or self._processor.tokenizer
+            tokenizer = self._text_tokenizer
             pad = tokenizer.pad_token_id
             if pad is None:
                 pad = tokenizer.eos_token_id
+            # Stop at the end-of-turn token too: a tuned model's generation config often
+            # lists only <|endoftext|>, and it would run on to the token limit after its turn.
+            stops = _stop_ids(self._model, tokenizer, pad) | self._end_of_turn
             devices = [self.device] if str(self.device).startswith("cuda") else []
             try:
                 with torch.random.fork_rng(devices=devices), torch.inference_mode():
                     if settings.seed is not None:
                         torch.manual_seed(settings.seed)
-                    output = self._model.generate(**inputs, **options, pad_token_id=pad)
+                    output = self._model.generate(
+                        **inputs, **options, pad_token_id=pad, eos_token_id=sorted(stops)
+                    )
             except Exception as exc:
                 raise BackendError(f"{self.identity} failed to generate: {exc}") from exc
             self.batch_sizes.append(len(requests))
             prompt_length = inputs["input_ids"].shape[1]
-            stops = _stop_ids(self._model, tokenizer, pad)
             replies = []
             for row, request in enumerate(requests):
                 new_tokens = output[row, prompt_length:][: request.settings.max_tokens].tolist()
                 end = next((i + 1 for i, t in enumerate(new_tokens) if t in stops), None)
-                # Ran into the token limit without a stop token: the reply is cut.
-                finish_reason = (
-                    "length"
-                    if end is None and len(new_tokens) >= (request.settings.max_tokens)
-                    else "stop"
-                )
+                # Ran into the token limit without a stop token: the reply is cut, and the
+                # session asks again with a larger budget (or reports it cut off).
+                cut = end is None and len(new_tokens) >= request.settings.max_tokens
+                finish_reason = "length" if cut else "stop"
                 new_tokens = new_tokens[:end]
                 text = tokenizer.decode(new_tokens, skip_special_tokens=True)
                 prompt_tokens = int(inputs["attention_mask"][row].sum())
@@ -416,6 +427,38 @@ def _stop_ids(model: Any, tokenizer: Any, pad: int | None) -> set[int]:
         elif isinstance(value, list | tuple):
             found.update(int(v) for v in value)
     return found
+
+
+#: End-of-turn tokens of common chat templates (Qwen/ChatML, Llama 3, Gemma, Phi), looked for
+#: in a template that cannot be rendered with a sample turn.
+KNOWN_END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")
+_MARKER = "CIGEVAL-END-OF-TURN-PROBE"
+
+
+def _end_of_turn_ids(renderer: Any, tokenizer: Any) -> set[int]:
+    """The token the chat template closes an assistant turn with (e.g. ``<|im_end|>``).
+
+    Rendered from a two-turn conversation: the first special token after the assistant's
+    text. Where the template cannot be rendered, the known end-of-turn tokens that the
+    template text names and the vocabulary holds.
+    """
+    special = set(tokenizer.all_special_ids) | set(tokenizer.get_added_vocab().values())
+    conversation = [
+        {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": _MARKER}]},
+    ]
+    try:
+        rendered = renderer.apply_chat_template(conversation, tokenize=False)
+        tail = str(rendered).split(_MARKER, 1)[1]
+        ids = tokenizer(tail, add_special_tokens=False)["input_ids"]
+    except Exception:  # templates are user code: any failure means "look by name"
+        ids = []
+    first = next((int(i) for i in ids if int(i) in special), None)
+    if first is not None:
+        return {first}
+    template = str(getattr(tokenizer, "chat_template", None) or "")
+    vocabulary = tokenizer.get_vocab()
+    return {vocabulary[t] for t in KNOWN_END_OF_TURN if t in template and t in vocabulary}
 
 
 def _conversation(request: ModelRequest) -> tuple[list[dict[str, Any]], list[Any]]:

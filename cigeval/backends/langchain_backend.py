@@ -9,7 +9,14 @@ import time
 from typing import Any
 
 from cigeval.errors import BackendError
-from cigeval.messages import ImagePart, Message, ModelRequest, ModelResponse, Usage
+from cigeval.messages import (
+    ImagePart,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Usage,
+    normalize_finish_reason,
+)
 
 
 class LangChainBackend:
@@ -75,11 +82,11 @@ class LangChainBackend:
 
 
 def _finish_reason(metadata: dict[str, Any]) -> str | None:
-    """The provider's stop reason in OpenAI's words (Anthropic's ``max_tokens`` is ``length``)."""
+    """The provider's stop reason (OpenAI's ``finish_reason``, Anthropic's ``stop_reason``,
+    Gemini's ``FinishReason`` enum, ...) in cigeval's vocabulary
+    (:func:`~cigeval.messages.normalize_finish_reason`); None when the reply names none."""
     reason = metadata.get("finish_reason") or metadata.get("stop_reason")
-    if not isinstance(reason, str):
-        return None
-    return "length" if reason.lower() in ("max_tokens", "length") else reason
+    return normalize_finish_reason(reason) if reason else None
 
 
 def to_langchain_message(message: Message) -> Any:

@@ -26,6 +26,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from cigeval.backends._spec import call_settings, endpoint_url, model_and_urls, public_url
+from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
 from cigeval.config import RunConfig
 from cigeval.errors import BackendError, ConfigError, PreflightError
@@ -242,6 +243,9 @@ class OpenAIBackend:
                     # client.post rather than chat.completions.create: create() first walks
                     # the whole body against the SDK's TypedDicts (~4 ms of CPU per call with
                     # images), which made the client, not the server, the bottleneck.
+                    # The SDK client never retries (max_retries=0): each pass of this loop is
+                    # exactly one HTTP request, counted for the sample's usage.
+                    note_http_attempt()
                     completion = await self._client(index).post(
                         "/chat/completions",
                         body=body,
@@ -452,8 +456,12 @@ def _read_completion(completion: object, default_model: str) -> tuple[str, str, 
     usage = Usage()
     if completion.usage is not None:
         usage = Usage(completion.usage.prompt_tokens or 0, completion.usage.completion_tokens or 0)
-    reason = normalize_finish_reason(choice.finish_reason)
-    return text, completion.model or default_model, usage, reason
+    return (
+        text,
+        completion.model or default_model,
+        usage,
+        normalize_finish_reason(choice.finish_reason),
+    )
 
 
 def read_completion(completion: object, default_model: str) -> tuple[str, str, Usage, str | None]:

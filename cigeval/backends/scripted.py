@@ -8,11 +8,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from cigeval.errors import BackendError
 from cigeval.messages import ModelRequest, ModelResponse, Usage
 
-#: A reply function: sync or async, gets the request, returns the reply text.
-ReplyFunction = Callable[[ModelRequest], str | Awaitable[str]]
+#: A reply function: sync or async, gets the request, returns the reply text (or a whole
+#: ModelResponse, e.g. one with a finish reason).
+ReplyFunction = Callable[[ModelRequest], str | ModelResponse | Awaitable[str | ModelResponse]]
 
-#: One scripted step: a reply text, or an exception to raise for that request.
-Step = str | BaseException
+#: One scripted step: a reply text, a whole ModelResponse (to script a finish reason, such as
+#: a reply cut at the token limit), or an exception to raise for that request.
+Step = str | ModelResponse | BaseException
 
 
 class ScriptExhausted(BackendError):
@@ -22,10 +24,12 @@ class ScriptExhausted(BackendError):
 class ScriptedBackend:
     """A backend that answers from a script and records every request it receives.
 
-    ``script`` is either a list of steps used in order (a string is the reply; an exception
-    instance is raised for that request, to test failure handling) or a function of the
-    :class:`ModelRequest`, sync or async, returning the reply text. When a list runs out the
-    backend raises :class:`ScriptExhausted` naming how many requests it served.
+    ``script`` is either a list of steps used in order (a string is the reply; a
+    :class:`ModelResponse` is returned as it is, e.g. ``ModelResponse('{"score": "1', "m",
+    finish_reason="length")`` for a cut reply; an exception instance is raised for that
+    request, to test failure handling) or a function of the :class:`ModelRequest`, sync or
+    async, returning the reply (text or ModelResponse). When a list runs out the backend
+    raises :class:`ScriptExhausted` naming how many requests it served.
 
     ``requests`` lists every request received, in order, including those that raised.
     The identity is ``scripted:<name>``. Usage counts are zero unless ``usage`` is given.
@@ -44,9 +48,12 @@ class ScriptedBackend:
         else:
             self._function = None
             self._steps = list(script)
-            bad = [s for s in self._steps if not isinstance(s, (str, BaseException))]
+            allowed = (str, ModelResponse, BaseException)
+            bad = [s for s in self._steps if not isinstance(s, allowed)]
             if bad:
-                raise TypeError(f"script steps must be strings or exceptions, got {bad[0]!r}")
+                raise TypeError(
+                    f"script steps must be strings, ModelResponses or exceptions, got {bad[0]!r}"
+                )
         self.name = name
         self.usage = usage or Usage()
         self.requests: list[ModelRequest] = []
@@ -71,9 +78,7 @@ class ScriptedBackend:
             reply = self._function(request)
             if inspect.isawaitable(reply):
                 reply = await reply
-            if not isinstance(reply, str):
-                raise TypeError(f"reply function returned {type(reply).__name__}, not str")
-            return ModelResponse(reply, self.identity, self.usage)
+            return self._response(reply)
         if index >= len(self._steps):
             last = request.messages[-1].text_content()[:200] if request.messages else ""
             raise ScriptExhausted(
@@ -83,7 +88,14 @@ class ScriptedBackend:
         step = self._steps[index]
         if isinstance(step, BaseException):
             raise step
-        return ModelResponse(step, self.identity, self.usage)
+        return self._response(step)
+
+    def _response(self, reply: object) -> ModelResponse:
+        if isinstance(reply, ModelResponse):
+            return reply
+        if not isinstance(reply, str):
+            raise TypeError(f"reply function returned {type(reply).__name__}, not str")
+        return ModelResponse(reply, self.identity, self.usage)
 
     def __repr__(self) -> str:
         kind = "function" if self._function is not None else f"{len(self._steps)} steps"

@@ -1,4 +1,5 @@
-"""The ``cigeval finetune`` command: LoRA fine-tuning of a judge on exported trajectories.
+"""The ``cigeval finetune`` command: fine-tuning a judge on exported trajectories (a LoRA
+adapter by default; ``--recipe paper`` for the paper's full fine-tuning).
 
 The training code (and torch, transformers, trl, peft) loads only when the command runs.
 """
@@ -20,11 +21,14 @@ def add_finetune_subparser(subparsers: Any) -> None:
     """Register ``finetune`` on the ``cigeval`` parser."""
     p = subparsers.add_parser(
         "finetune",
-        help="fine-tune a vision-language judge (LoRA) on exported trajectories",
-        description="Supervised fine-tuning with TRL and a LoRA adapter, the loss on the "
-        "assistant turns only, from the JSONL `cigeval meta export-trajectories` writes. "
-        "Writes OUT/adapter, OUT/merged, OUT/finetune.json and OUT/train_log.jsonl; judge "
-        "with `--model hf:OUT`. Running the same command again resumes from the last "
+        help="fine-tune a vision-language judge on exported trajectories (LoRA, or the paper's "
+        "full fine-tuning)",
+        description="Supervised fine-tuning with TRL, the loss on the assistant turns only, "
+        "from the JSONL `cigeval meta export-trajectories` writes. By default a LoRA adapter "
+        "for one small GPU (OUT/adapter, OUT/merged); --recipe paper trains every weight as "
+        "the paper did (effective batch 128, lr 1e-5, cosine, warm-up 0.03, sequences capped "
+        "at 32768 tokens; OUT/model). Also writes OUT/finetune.json and OUT/train_log.jsonl; "
+        "judge with `--model hf:OUT`. Running the same command again resumes from the last "
         "checkpoint. Needs: pip install 'cigeval[train]'.",
     )
     p.add_argument("data", type=Path, metavar="DATA.jsonl", help="training conversations")
@@ -64,13 +68,18 @@ def _summary(result: Any) -> str:
         lines.append(f"final training loss: {result.train_loss:.4f}")
     if result.train_tokens_per_s:
         lines.append(f"training tokens/s: {result.train_tokens_per_s:,.0f}")
-    lines.append(f"LoRA parameters: {result.trainable_parameters:,} of {result.total_parameters:,}")
-    lines.append(f"adapter: {result.adapter}")
+    kind = "LoRA" if result.adapter else "trained"
+    trained = f"{result.trainable_parameters:,} of {result.total_parameters:,}"
+    lines.append(f"{kind} parameters: {trained} ({result.recipe} recipe)")
+    if result.adapter:
+        lines.append(f"adapter: {result.adapter}")
     if result.merged:
         lines.append(f"merged model: {result.merged}")
+    if result.model:
+        lines.append(f"tuned model: {result.model}")
     lines.append(f"judge with: cigeval evaluate SAMPLES.jsonl --model hf:{result.out} --out ...")
-    if result.merged:
-        serve = f"vllm serve {result.merged} --served-model-name cigeval-judge"
+    if result.merged or result.model:
+        serve = f"vllm serve {result.merged or result.model} --served-model-name cigeval-judge"
     else:
         serve = f"vllm serve BASE --enable-lora --lora-modules cigeval-judge={result.adapter}"
     lines.append(f"or serve it with vLLM: {serve} (then --model openai:cigeval-judge@URL)")

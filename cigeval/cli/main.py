@@ -1,4 +1,5 @@
-"""The ``cigeval`` command: evaluate, validate, tasks, rubrics, meta, probe, finetune, report."""
+"""The ``cigeval`` command: evaluate, validate, tasks, rubrics, meta, probe, finetune, report,
+compare."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 
 from cigeval.cli._common import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 from cigeval.cli._flags import add_tasks_file_flag, load_tasks_files
+from cigeval.cli.compare import add_compare_subparser, run_compare
 from cigeval.cli.evaluate import add_evaluate_subparser, run_evaluate
 from cigeval.cli.finetune import add_finetune_subparser, run_finetune
 from cigeval.cli.meta import add_meta_subparser, run_meta
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_probe_subparser(subparsers)
     add_finetune_subparser(subparsers)
     add_report_subparser(subparsers)
+    add_compare_subparser(subparsers)
     return parser
 
 
@@ -73,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "probe": run_probe,
         "finetune": run_finetune,
         "report": run_report,
+        "compare": run_compare,
     }
     try:
         return handlers[args.command](args)

@@ -142,7 +142,7 @@ def run_probe(args: argparse.Namespace) -> int:
     old = _load(compare[0]) if compare else None
     settings = build_config(args, ProbeSettings)
     trackers = trackers_from_args(args)
-    report = _run(args, settings, bypass_cache=old is not None)
+    report, answers = _run(args, settings, bypass_cache=old is not None)
     drift = None
     if old is not None:
         from cigeval.probes import compare_reports
@@ -154,14 +154,16 @@ def run_probe(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write the report to {args.out}: {exc}") from None
     log_probe(trackers, report, args.out)
-    return _finish(args, report, drift)
+    return _finish(args, report, drift, answers)
 
 
-def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> Any:
-    """Build the probe set, judge it, write the records; the report."""
+def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> tuple[Any, Any]:
+    """Build the probe set, judge it, write the records; the report and a tally of what the
+    judge answered in the samples that failed."""
     from tqdm import tqdm
 
     from cigeval.probes import build_probe_set, run_probe_set
+    from cigeval.probes.answers import JudgeAnswers
     from cigeval.results import ResultsWriter
 
     config = build_config(args, EvalConfig)
@@ -186,8 +188,11 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> Any:
     except OSError as exc:
         raise UsageError(f"cannot write records to {records}: {exc}") from None
 
+    answers = JudgeAnswers()
+
     def on_score(_: Any, score: Any) -> None:
         writer.write(score)
+        answers.add(score)
         progress.update(1)
 
     async def run() -> Any:
@@ -204,10 +209,10 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> Any:
         finally:
             progress.close()
     report.records = str(records)
-    return report
+    return report, answers
 
 
-def _finish(args: argparse.Namespace, report: Any, drift: Any) -> int:
+def _finish(args: argparse.Namespace, report: Any, drift: Any, answers: Any) -> int:
     """Print the table (and the drift); the exit status."""
     from cigeval.probes import render_drift, render_table
 
@@ -225,7 +230,7 @@ def _finish(args: argparse.Namespace, report: Any, drift: Any) -> int:
         return EXIT_USAGE
     status = EXIT_OK
     if report.errors == report.total:
-        print("every probe ended in error: the judge could not be asked", file=sys.stderr)
+        print(answers.describe(), file=sys.stderr)
         status = EXIT_SAMPLE_ERRORS
     if args.min_pass_rate is not None and (report.pass_rate or 0.0) < args.min_pass_rate:
         print(

@@ -47,6 +47,12 @@ def add_report_subparser(subparsers: Any) -> None:
         help="longest side of the embedded thumbnails (default: %(default)s)",
     )
     p.add_argument("--title", default="cigeval report", help="the page's title")
+    p.add_argument(
+        "--baseline",
+        metavar="GEN",
+        help="the generator the Compare section pairs the others with (default: the first "
+        "generator in the files; see docs/comparisons.md)",
+    )
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -70,6 +76,7 @@ def run_report(args: argparse.Namespace) -> int:
         seed=args.seed,
         thumbnail_side=args.thumbnail_size,
         title=args.title,
+        baseline=args.baseline,
     )
     path = report.write(args.out)
     samples = len({str(r["id"]) for run in report.runs for r in run.records})

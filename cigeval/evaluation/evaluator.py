@@ -244,6 +244,8 @@ class Evaluator:
             config.max_parse_retries,
             judge.prompt_dir,
             templates_sha256(judge.prompt_dir),
+            max_tokens_cap=config.token_cap,
+            max_reply_chars=config.max_reply_chars,
         )
         run = SampleRun(sample, images, config, session, trace, self.tool_cache, _encoded=encoded)
         try:
@@ -294,13 +296,18 @@ class Evaluator:
         verdicts = [verdict for verdict, _, _ in outcomes]
         verdict = verdicts[0]
         if len(outcomes) > 1:
+            labels = [j.label for j in self.judges]
             verdict = combine_verdicts(
                 verdicts,
-                [j.label for j in self.judges],
+                labels,
                 self.ensemble,
                 self.config.aggregate,
                 sub_question_level=getattr(self.rubric, "combines_sub_scores", False),
             )
+            # a rubric whose details carry more than a score (a preference) combines them too
+            combine_details = getattr(self.rubric, "combine_verdicts", None)
+            if combine_details is not None:
+                verdict = combine_details(verdicts, labels, verdict)
         trace = Trace(events=[e for _, _, t in outcomes for e in t.events])
         input_images = {r: encoded[id(i)].sha256 for r, i in images.items() if id(i) in encoded}
         image_files = await asyncio.to_thread(self._image_files, encoded.values())

@@ -8,9 +8,18 @@ return a :class:`MetaResult` with ``.tasks``, ``.average``, ``.per_model``, ``.c
 (:func:`export_trajectories`) support fine-tuning work. See docs/meta-evaluation.md.
 """
 
-from cigeval.meta.average import AVERAGINGS, average_correlations, average_tasks
+from cigeval.meta.autometrics import load_autometrics
+from cigeval.meta.average import (
+    AVERAGINGS,
+    Rounding,
+    average_correlations,
+    average_tasks,
+    paper_rounding,
+)
+from cigeval.meta.cells import BadCell
 from cigeval.meta.combine import combine_scores
 from cigeval.meta.evaluate import coverage_table, human_baseline, meta_evaluate
+from cigeval.meta.frames import split_runs
 from cigeval.meta.human import (
     DIMENSIONS,
     EXCLUDED_BY_DEFAULT,
@@ -18,13 +27,14 @@ from cigeval.meta.human import (
     load_human_ratings,
     load_rater_ratings,
 )
-from cigeval.meta.result import MetaResult
+from cigeval.meta.result import MetaResult, rows_table, rows_to_dict
 from cigeval.meta.scores import (
     load_cigeval_results,
     load_scores,
     load_viescore_tsv,
     records_to_frame,
 )
+from cigeval.meta.selection import Selection, selection_of
 from cigeval.meta.split import Split, load_split, make_split, samples_of_records, save_split
 from cigeval.meta.stats import METHODS, bootstrap_ci, correlation
 from cigeval.meta.trajectories import ExportReport, MissingImage, export_trajectories
@@ -34,9 +44,12 @@ __all__ = [
     "DIMENSIONS",
     "EXCLUDED_BY_DEFAULT",
     "METHODS",
+    "BadCell",
     "ExportReport",
     "MetaResult",
     "MissingImage",
+    "Rounding",
+    "Selection",
     "Split",
     "average_correlations",
     "average_tasks",
@@ -47,6 +60,7 @@ __all__ = [
     "coverage_table",
     "export_trajectories",
     "human_baseline",
+    "load_autometrics",
     "load_cigeval_results",
     "load_human_ratings",
     "load_rater_ratings",
@@ -55,7 +69,12 @@ __all__ = [
     "load_viescore_tsv",
     "make_split",
     "meta_evaluate",
+    "paper_rounding",
     "records_to_frame",
+    "rows_table",
+    "rows_to_dict",
     "samples_of_records",
     "save_split",
+    "selection_of",
+    "split_runs",
 ]

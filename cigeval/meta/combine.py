@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from cigeval.errors import InputError
+from cigeval.meta.frames import run_fingerprint
 from cigeval.meta.human import DIMENSIONS
 from cigeval.rules import combine
 
@@ -32,11 +33,14 @@ def combine_scores(
     ``n_sources`` (how many sources had the image) and ``n_SC``, ``n_PQ``, ``n_O`` (how many
     had a value for that dimension); ``attrs["sources"]`` holds the number of sources. A
     dimension gets a value only where every source has one; an image is ``failed`` when any
-    source's evaluation failed.
+    source's evaluation failed. Each source must be one run (one fingerprint): the judges
+    combined are named by the caller, never mixed in silently.
     """
     if not frames:
         raise InputError("nothing to combine: give at least one score source")
     combine([0.0], rule)  # an unknown rule fails here, before any work
+    for frame in frames:
+        run_fingerprint(frame)
     index = frames[0].index
     for frame in frames[1:]:
         index = index.union(frame.index)
@@ -60,4 +64,6 @@ def combine_scores(
     for dim in DIMENSIONS:
         result[f"n_{dim}"] = sum(f[dim].notna().to_numpy(dtype=int) for f in aligned)
     result.attrs["sources"] = len(frames)
+    formats = {f.attrs.get("source_format") for f in frames}
+    result.attrs["source_format"] = formats.pop() if len(formats) == 1 else "combined"
     return result

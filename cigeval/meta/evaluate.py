@@ -6,15 +6,28 @@ then averaged over a task's generators and over tasks (see :mod:`cigeval.meta.av
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from cigeval.errors import InputError
-from cigeval.meta.average import Averaging, NanPolicy, average_correlations, average_tasks
+from cigeval.meta.average import (
+    AUTO,
+    Averaging,
+    NanPolicy,
+    Rounding,
+    average_correlations,
+    average_tasks,
+    resolve_rounding,
+    round_value,
+)
+from cigeval.meta.cells import skipped_note
+from cigeval.meta.frames import run_fingerprint
 from cigeval.meta.human import DIMENSIONS, load_human_ratings, rater_matrix
 from cigeval.meta.result import COVERAGE_COLUMNS, MetaResult
+from cigeval.meta.selection import Samples, selection_of
 from cigeval.meta.stats import (
     MIN_SAMPLES,
     Method,
@@ -26,21 +39,25 @@ from cigeval.meta.stats import (
 )
 from cigeval.tasks.ids import PAPER_TASK_ORDER
 
-#: Task id -> the benchmark sample uids to keep (e.g. one side of a train/test split).
-Samples = Mapping[str, Iterable[str]]
-
 # One cell's bootstrap: resampled index rows (n_boot x n) -> one value per resample.
 _BootCell = Callable[[np.ndarray], np.ndarray]
 
 
-def _restrict(frame: pd.DataFrame, samples: Samples | None) -> pd.DataFrame:
+def _restrict(
+    frame: pd.DataFrame, samples: Samples | None, tasks: Iterable[str] | None = None
+) -> pd.DataFrame:
+    if tasks is not None:
+        frame = frame[frame.index.get_level_values("task").isin(list(tasks))]
     if samples is None:
         return frame
-    wanted = {(task, str(uid)) for task, uids in samples.items() for uid in uids}
+    selection = selection_of(samples)
     keys = zip(
-        frame.index.get_level_values("task"), frame.index.get_level_values("uid"), strict=True
+        frame.index.get_level_values("task"),
+        frame.index.get_level_values("model"),
+        frame.index.get_level_values("uid"),
+        strict=True,
     )
-    return frame[[k in wanted for k in keys]]
+    return frame[[selection.keeps(*k) for k in keys]]
 
 
 def _check_options(dimension: str, averaging: str, method: str) -> None:
@@ -152,7 +169,7 @@ def meta_evaluate(
     dimension: str = "SC",
     method: Method = "spearman",
     averaging: Averaging = "paper",
-    round_to: int | None = None,
+    round_to: int | str | Rounding | None = AUTO,
     nan_policy: NanPolicy = "propagate",
     samples: Samples | None = None,
     all_models: bool = False,
@@ -161,18 +178,26 @@ def meta_evaluate(
     seed: int = 0,
     level: float = 0.95,
     evaluator: str = "evaluator",
+    tasks: Iterable[str] | None = None,
 ) -> MetaResult:
     """Correlate an evaluator frame with the human ratings, per (task, model), and average.
 
     ``scores`` is an evaluator frame (:func:`cigeval.meta.load_scores`, or a combination of
-    several from :func:`cigeval.meta.combine_scores`). ``samples`` restricts both sides to some
-    benchmark samples (a split); ``n_boot > 0`` adds percentile bootstrap intervals of the task
+    several from :func:`cigeval.meta.combine_scores`) of one run: a frame holding records of
+    several run fingerprints is refused (split it with :func:`cigeval.meta.split_runs`).
+    ``round_to='auto'`` keeps the decimals the published tables kept with ``paper`` averaging
+    (:func:`cigeval.meta.average.paper_rounding`; none with ``fisher_z``); a number keeps that
+    many at every step, None rounds nothing. ``samples`` restricts both sides to some benchmark
+    samples or images (a split); ``tasks`` to some tasks (then no average over tasks is given
+    unless all seven are kept). ``n_boot > 0`` adds percentile bootstrap intervals of the task
     values and the average (images resampled within each cell, seeded).
     """
     _check_options(dimension, averaging, method)
+    fingerprint = run_fingerprint(scores)
+    rounding = resolve_rounding(round_to, averaging, scores.attrs.get("source_format"))
     human = load_human_ratings(all_models=all_models) if human is None else human
-    human = _restrict(human, samples)
-    scores = _restrict(scores, samples)
+    human = _restrict(human, samples, tasks)
+    scores = _restrict(scores, samples, tasks)
     coverage = coverage_table(human, scores, dimension)
     evaluated = scores[[dimension]].rename(columns={dimension: f"{dimension}_eval"})
     joined = human[[dimension]].join(evaluated, how="inner").dropna()
@@ -188,22 +213,33 @@ def meta_evaluate(
         rows[key] = (correlation(x, y, method), len(x), reason)
         cells[key] = (len(x), _pair_statistic(x, y, method))
     per_model = _per_model_frame(rows)
-    tasks, average = average_tasks(
-        per_model["rho"], averaging, round_to, nan_policy, PAPER_TASK_ORDER
+    task_values, average = average_tasks(
+        per_model["rho"], averaging, rounding, nan_policy, PAPER_TASK_ORDER
     )
     ci = _bootstrap(cells, averaging, nan_policy, n_boot, seed, level) if n_boot > 0 else None
+    notes = []
+    partial = tasks is not None and set(task_values) != set(PAPER_TASK_ORDER)
+    if partial:
+        notes.append(
+            f"correlated on {len(task_values)} of the {len(PAPER_TASK_ORDER)} tasks; no average "
+            "over tasks (it would not compare with a seven-task average)"
+        )
+        if ci is not None:
+            ci["average"] = None
     return MetaResult(
         evaluator,
         dimension,
         method,
         averaging,
-        round_to,
+        rounding,
         nan_policy,
-        tasks,
-        average,
+        task_values,
+        None if partial else average,
         per_model,
         coverage,
         ci,
+        notes,
+        fingerprint,
     )
 
 
@@ -217,23 +253,30 @@ def human_baseline(
     dimension: str = "SC",
     method: Method = "spearman",
     averaging: Averaging = "paper",
-    round_to: int | None = None,
+    round_to: int | str | Rounding | None = AUTO,
     nan_policy: NanPolicy = "propagate",
     samples: Samples | None = None,
     all_models: bool = False,
     n_boot: int = 0,
     seed: int = 0,
     level: float = 0.95,
+    ratings_dir: str | Path | None = None,
+    lenient: bool = False,
 ) -> MetaResult:
     """How well one person agrees with the others: the human-vs-human row of the tables.
 
     For each (task, model), each rater is correlated with the mean of the other two; the three
     values are averaged with the same ``averaging`` (so ``paper`` gives tanh(mean rho) per
-    generator), then over generators and tasks as for any evaluator. With ``paper`` and
-    ``round_to=4`` this reproduces the published human row (0.4700 average for SC).
+    generator), then over generators and tasks as for any evaluator. With ``paper`` averaging
+    and the default ``round_to='auto'`` (4 decimals kept at each step, as published) this
+    reproduces the published human row (0.4700 average for SC). ``ratings_dir`` reads rating
+    files laid out as the shipped ones instead; ``lenient`` skips malformed cells (see
+    :func:`cigeval.meta.load_rater_ratings`), and an image missing a rater is left out.
     """
     _check_options(dimension, averaging, method)
-    matrix = _restrict(rater_matrix(dimension, all_models=all_models), samples)
+    rounding = resolve_rounding(round_to, averaging, "human")
+    full = rater_matrix(dimension, all_models=all_models, ratings_dir=ratings_dir, lenient=lenient)
+    matrix = _restrict(full, samples).dropna()
     rows: dict[tuple[str, str], tuple[float, int, str]] = {}
     cells: dict[tuple[str, str], tuple[int, _BootCell]] = {}
     for group_key, block in matrix.groupby(level=["task", "model"]):
@@ -241,10 +284,13 @@ def human_baseline(
         ratings = block.to_numpy(dtype=float)
         raters = ratings.shape[1]
         rest = [np.delete(ratings, r, axis=1).mean(axis=1) for r in range(raters)]
-        values = [correlation(ratings[:, r], rest[r], method) for r in range(raters)]
+        values = [
+            round_value(correlation(ratings[:, r], rest[r], method), rounding.correlations)
+            for r in range(raters)
+        ]
         reasons = {undefined_reason(ratings[:, r], rest[r]) for r in range(raters)} - {None}
         rows[key] = (
-            average_correlations(values, averaging, nan_policy),
+            round_value(average_correlations(values, averaging, nan_policy), rounding.averages),
             len(ratings),
             "; ".join(sorted(str(r) for r in reasons)) if any(np.isnan(values)) else "",
         )
@@ -261,8 +307,9 @@ def human_baseline(
 
         cells[key] = (len(ratings), statistic)
     per_model = _per_model_frame(rows)
+    # each generator's value is already a rounded average over raters
     tasks, average = average_tasks(
-        per_model["rho"], averaging, round_to, nan_policy, PAPER_TASK_ORDER
+        per_model["rho"], averaging, Rounding(None, rounding.averages), nan_policy, PAPER_TASK_ORDER
     )
     counts = pd.Series({k: n for k, (_, n, _) in rows.items()})
     counts.index.names = ["task", "model"]
@@ -270,12 +317,16 @@ def human_baseline(
     coverage["n_human"] = coverage["n_evaluator"] = coverage["used"] = counts
     ci = _bootstrap(cells, averaging, nan_policy, n_boot, seed, level) if n_boot > 0 else None
     notes = ["each rater vs the mean of the other raters, averaged per generator first"]
+    incomplete = len(_restrict(full, samples)) - len(matrix)
+    if incomplete:
+        notes.append(f"{incomplete} image(s) without a usable rating from every rater left out")
+    notes.extend(skipped_note(full.attrs.get("skipped_cells", [])))
     return MetaResult(
         "human raters",
         dimension,
         method,
         averaging,
-        round_to,
+        rounding,
         nan_policy,
         tasks,
         average,

@@ -2,7 +2,8 @@
 measured on the very images the human ratings are about.
 
 The text conditions and condition-image paths of the 1,111 benchmark samples ship with
-cigeval (``cigeval/data/imagenhub_conditions.jsonl``); the images do not. Point
+cigeval (``cigeval/data/imagenhub_conditions.jsonl``, with the subject names of Subject-Driven
+IG and the concept names of Multi-Concept IC in ``imagenhub_extra/``); the images do not. Point
 :func:`imagenhub_samples` at a local copy of the ImagenHub image folder ("Museum": one folder
 per task holding ``input/``, ``token/`` and one folder per generator) to get one sample per
 human-rated image (4,801 by default).
@@ -21,21 +22,37 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.errors import InputError
+from cigeval.meta.frames import task_id
 from cigeval.meta.human import load_human_ratings
-from cigeval.meta.scores import task_id
+from cigeval.meta.selection import Samples, selection_of
 
 _CONTROL_TYPE = re.compile(r"control_([a-z]+)", re.IGNORECASE)
 
 
-@lru_cache(maxsize=1)
-def imagenhub_conditions() -> dict[tuple[str, str], dict[str, Any]]:
-    """The shipped conditions, keyed by (task id, uid)."""
-    text = resources.files("cigeval.data").joinpath("imagenhub_conditions.jsonl").read_text("utf-8")
+#: Shipped files of text conditions, each keyed by (task, uid); later files add fields.
+_CONDITION_FILES = ("imagenhub_conditions.jsonl", "imagenhub_extra/conditions_extra.jsonl")
+
+
+def _read_conditions(name: str) -> dict[tuple[str, str], dict[str, Any]]:
+    text = resources.files("cigeval.data").joinpath(name).read_text("utf-8")
     conditions: dict[tuple[str, str], dict[str, Any]] = {}
     for line in text.splitlines():
         if line.strip():
             record = json.loads(line)
             conditions[(task_id(record["task"]), str(record["uid"]))] = record
+    return conditions
+
+
+@lru_cache(maxsize=1)
+def imagenhub_conditions() -> dict[tuple[str, str], dict[str, Any]]:
+    """The shipped conditions, keyed by (task id, uid): the text condition and image paths of
+    every benchmark sample, with the Subject-Driven IG subject names and the Multi-Concept IC
+    concept names ([left, right]) from ``imagenhub_extra/`` merged in."""
+    conditions = _read_conditions(_CONDITION_FILES[0])
+    for key, extra in _read_conditions(_CONDITION_FILES[1]).items():
+        if key not in conditions:
+            raise InputError(f"package data: extra condition for unknown sample {key}")
+        conditions[key] = {**conditions[key], **extra}
     return conditions
 
 
@@ -75,9 +92,11 @@ def sample_for(
         "model": model,
         "metadata": {"uid": uid, "benchmark": "imagenhub"},
     }
-    for name in ("prompt", "instruction", "subject"):
+    for name in ("prompt", "instruction", "subject", "concepts"):
         if condition.get(name):
             sample[name] = condition[name]
+    if condition.get("subject_id"):
+        sample["metadata"]["subject_id"] = condition["subject_id"]
     if task == "control_guided_ig":
         match = _CONTROL_TYPE.search(uid)
         if match:
@@ -101,21 +120,20 @@ def imagenhub_samples(
     *,
     tasks: Iterable[str] | None = None,
     all_models: bool = False,
-    samples: Mapping[str, Iterable[str]] | None = None,
+    samples: Samples | None = None,
 ) -> Iterator[dict[str, Any]]:
     """One sample per human-rated image, with the mean human SC/PQ/O passed through.
 
-    ``samples`` (task -> uids, e.g. ``split.subset('test')``) keeps only those benchmark
-    samples; ``all_models`` also includes the two generators the published tables leave out.
+    ``samples`` (task -> uids, e.g. ``split.subset('test')``, or task -> model -> uids for
+    the official split) keeps only those benchmark samples or images; ``all_models`` also
+    includes the two generators the published tables leave out.
     """
     root = Path(museum).expanduser().resolve()
-    wanted = None
-    if samples is not None:
-        wanted = {(t, str(u)) for t, uids in samples.items() for u in uids}
+    wanted = None if samples is None else selection_of(samples)
     human = load_human_ratings(all_models=all_models, tasks=tasks)
     for key, row in zip(human.index, human.to_dict("records"), strict=True):
         task, model, uid = (str(part) for part in key)
-        if wanted is not None and (task, uid) not in wanted:
+        if wanted is not None and not wanted.keeps(task, model, uid):
             continue
         yield sample_for(task, model, uid, root, {str(k): float(v) for k, v in row.items()})
 

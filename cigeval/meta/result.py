@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import pandas as pd
 
+from cigeval.meta.average import Rounding
 from cigeval.tasks.ids import PAPER_TASK_ORDER
 
 #: Column headers of the readable table (the task names of the paper's Table 3).
@@ -40,7 +41,9 @@ def _json_number(value: float | None, digits: int | None = None) -> float | None
     return round(float(value), digits) if digits is not None else float(value)
 
 
-def _format(value: float, digits: int = 4) -> str:
+def _format(value: float | None, digits: int = 4) -> str:
+    if value is None:
+        return "—"  # not computed for this row (e.g. a task an automatic metric does not score)
     return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
 
 
@@ -49,24 +52,32 @@ class MetaResult:
     """Agreement of one evaluator with the human ratings.
 
     ``tasks`` maps task ids (paper order) to the averaged correlation, ``average`` is the
-    average over tasks (computed as ``averaging`` says: paper or fisher_z). ``per_model``
-    (DataFrame indexed by task, model: rho, n, undefined) and ``coverage`` (DataFrame indexed
-    by task, model: the counts in :data:`COVERAGE_COLUMNS`) give the detail; ``ci`` holds
-    bootstrap intervals when asked for.
+    average over tasks (computed as ``averaging`` says: paper or fisher_z; None when the
+    evaluator was correlated on only some tasks). ``rounding`` says how many decimals were kept
+    at each step. ``per_model`` (DataFrame indexed by task, model: rho, n, undefined) and
+    ``coverage`` (DataFrame indexed by task, model: the counts in :data:`COVERAGE_COLUMNS`)
+    give the detail; ``ci`` holds bootstrap intervals when asked for; ``fingerprint`` names
+    the run the scores come from (cigeval results).
     """
 
     evaluator: str
     dimension: str
     method: str
     averaging: str
-    round_to: int | None
+    rounding: Rounding
     nan_policy: str
     tasks: dict[str, float]
-    average: float
+    average: float | None
     per_model: pd.DataFrame
     coverage: pd.DataFrame
     ci: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    fingerprint: str | None = None
+
+    @property
+    def round_to(self) -> int | None:
+        """Decimals kept of every average (None: not rounded)."""
+        return self.rounding.averages
 
     @property
     def undefined(self) -> list[tuple[str, str, str]]:
@@ -108,12 +119,14 @@ class MetaResult:
             "dimension": self.dimension,
             "method": self.method,
             "averaging": self.averaging,
-            "round": self.round_to,
+            "rounding": self.rounding.to_dict(),
             "nan_policy": self.nan_policy,
             "coverage": {"totals": self.coverage_totals(), "per_model": coverage},
             "per_model": per_model,
             "undefined": [{"task": t, "model": m, "reason": r} for t, m, r in self.undefined],
         }
+        if self.fingerprint is not None:
+            out["fingerprint"] = self.fingerprint
         if self.ci is not None:
             out["ci"] = self.ci
         if self.notes:
@@ -132,48 +145,68 @@ class MetaResult:
             line += f" (of which {t['partial']} scored by only some sources)"
         return line
 
+    def title(self) -> str:
+        """What the values are: method, dimension, averaging and rounding."""
+        rounding = self.rounding.describe()
+        return (
+            f"{self.method.capitalize()} correlation with human {self.dimension} ratings "
+            f"(averaging: {self.averaging}" + (f", {rounding}" if rounding else "") + ")"
+        )
+
     def table(self, per_model: bool = False) -> str:
         """A readable table: tasks as columns in the paper's Table 3 order, then the average."""
-        order = [t for t in PAPER_TASK_ORDER if t in self.tasks]
-        order += [t for t in self.tasks if t not in order]
-        headers = [TASK_LABELS.get(t, t) for t in order] + ["Average"]
-        cells = [_format(self.tasks[t]) for t in order] + [_format(self.average)]
-        widths = [max(len(h), len(c)) for h, c in zip(headers, cells, strict=True)]
-        name_width = max(len(self.evaluator), 9)
-        title = (
-            f"{self.method.capitalize()} correlation with human {self.dimension} ratings "
-            f"(averaging: {self.averaging}"
-            + (f", rounded to {self.round_to} decimals" if self.round_to is not None else "")
-            + ")"
-        )
-        lines = [
-            title,
-            " | ".join(
-                ["Evaluator".ljust(name_width)]
-                + [h.rjust(w) for h, w in zip(headers, widths, strict=True)]
-            ),
-            "-+-".join(["-" * name_width] + ["-" * w for w in widths]),
-            " | ".join(
-                [self.evaluator.ljust(name_width)]
-                + [c.rjust(w) for c, w in zip(cells, widths, strict=True)]
-            ),
-        ]
-        if self.ci is not None:
-            bounds = [self.ci["tasks"].get(t) for t in order] + [self.ci["average"]]
+        return rows_table([self], per_model=per_model)
+
+
+def rows_table(results: list[MetaResult], per_model: bool = False) -> str:
+    """Several evaluators (or runs) as rows of one table, tasks as columns in paper order.
+
+    A task a row was not correlated on shows as "—"; an undefined value as "n/a". Each row's
+    coverage line, undefined cells and notes follow, named by the row when there are several.
+    """
+    present = {t for r in results for t in r.tasks}
+    order = [t for t in PAPER_TASK_ORDER if t in present]
+    order += sorted(present - set(order))
+    headers = [TASK_LABELS.get(t, t) for t in order] + ["Average"]
+    cells = [[_format(r.tasks.get(t)) for t in order] + [_format(r.average)] for r in results]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
+    name_width = max(9, *(len(r.evaluator) for r in results))
+
+    def line(name: str, values: list[str]) -> str:
+        padded = [v.rjust(w) for v, w in zip(values, widths, strict=True)]
+        return " | ".join([name.ljust(name_width), *padded])
+
+    lines = [
+        results[0].title(),
+        line("Evaluator", headers),
+        "-+-".join(["-" * name_width] + ["-" * w for w in widths]),
+    ]
+    for result, row in zip(results, cells, strict=True):
+        lines.append(line(result.evaluator, row))
+        if result.ci is not None:
+            bounds = [result.ci["tasks"].get(t) for t in order] + [result.ci["average"]]
             text = ["n/a" if b is None or None in b else f"{b[0]:.2f}..{b[1]:.2f}" for b in bounds]
-            label = f"{int(self.ci['level'] * 100)}% CI"
-            lines.append(
-                " | ".join(
-                    [label.ljust(name_width)]
-                    + [c.rjust(w) for c, w in zip(text, widths, strict=True)]
-                )
-            )
-        lines.append(self.coverage_line())
-        for task, model, reason in self.undefined:
-            lines.append(f"undefined: {task} / {model}: {reason}")
-        lines.extend(f"note: {n}" for n in self.notes)
-        if per_model:
+            lines.append(line(f"{int(result.ci['level'] * 100)}% CI", text))
+    several = len(results) > 1
+    for result in results:
+        named = f" ({result.evaluator})" if several else ""
+        lines.append(result.coverage_line().replace("coverage:", f"coverage{named}:", 1))
+        for task, model, reason in result.undefined:
+            lines.append(f"undefined{named}: {task} / {model}: {reason}")
+        lines.extend(f"note{named}: {n}" for n in result.notes)
+    if per_model:
+        for result in results:
             lines.append("")
-            detail = self.per_model.join(self.coverage[["failed", "missing", "used"]])
+            if several:
+                lines.append(result.evaluator)
+            detail = result.per_model.join(result.coverage[["failed", "missing", "used"]])
             lines.append(detail.to_string(float_format=lambda v: f"{v:.4f}"))
-        return "\n".join(lines)
+    return "\n".join(lines)
+
+
+def rows_to_dict(results: list[MetaResult]) -> dict[str, Any]:
+    """The JSON form of one result (:meth:`MetaResult.to_dict`), or ``{"rows": [...]}`` for
+    several (one per run fingerprint or automatic metric)."""
+    if len(results) == 1:
+        return results[0].to_dict()
+    return {"rows": [r.to_dict() for r in results]}

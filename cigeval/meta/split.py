@@ -4,6 +4,11 @@ A split is made at the level of benchmark samples (task, uid): every generator's
 sample, and so every prompt, lands on the same side. It is stratified by task (each task is
 split with the same fraction) and seeded. The order is a hash of seed, task and uid, so the same
 seed gives the same split on any machine and any numpy version.
+
+:func:`load_split` also reads the official CIGEval split format, ``{task: {generator:
+{"sample": [uids]}}}`` (the official repository's ``test_40p.json``): a list of single test
+images, per generator, so the same prompt can be on both sides. Its train side is every other
+human-rated image.
 """
 
 from __future__ import annotations
@@ -18,35 +23,58 @@ from typing import Any
 from cigeval.errors import InputError
 from cigeval.meta.human import benchmark_samples
 from cigeval.meta.scores import record_uid, task_id
+from cigeval.meta.selection import selection_of
 
 SPLIT_FORMAT = "cigeval-split/1"
 SUBSETS: tuple[str, ...] = ("train", "test")
 
 
+#: One side of a split: task -> uids (whole samples) or task -> model -> uids (single images).
+Side = dict[str, list[str]] | dict[str, dict[str, list[str]]]
+
+
 @dataclass(frozen=True)
 class Split:
-    """Benchmark sample uids per task on each side; ``subset('test')`` gives one side."""
+    """Benchmark sample uids per task on each side; ``subset('test')`` gives one side.
 
-    train: dict[str, list[str]]
-    test: dict[str, list[str]]
+    ``unit`` is ``"sample"`` (cigeval splits: task -> uids, every generator's image of a
+    sample on one side) or ``"image"`` (the official split format: task -> generator -> uids).
+    """
+
+    train: Side
+    test: Side
     seed: int | None = None
     test_fraction: float | None = None
+    unit: str = "sample"
 
-    def subset(self, name: str) -> dict[str, list[str]]:
-        """The uids per task of ``'train'`` or ``'test'``."""
+    def subset(self, name: str) -> Side:
+        """The uids per task (per task and generator for an image split) of one side."""
         if name not in SUBSETS:
             raise InputError(f"unknown subset {name!r}; use 'train' or 'test'")
         return self.train if name == "train" else self.test
 
-    def side_of(self, task: str, uid: str) -> str | None:
-        """'train', 'test' or None (sample in neither side)."""
+    def side_of(self, task: str, uid: str, model: str | None = None) -> str | None:
+        """'train', 'test' or None (sample, or with ``model`` image, in neither side)."""
         for name in SUBSETS:
-            if uid in self.subset(name).get(task, ()):
+            selection = selection_of(self.subset(name))
+            if model is not None and selection.keeps(task, model, uid):
+                return name
+            if model is None and selection.keeps_sample(task, uid):
                 return name
         return None
 
+    def count(self, name: str) -> int:
+        """How many samples (images, for an image split) one side holds."""
+        side = self.subset(name)
+        return sum(
+            sum(len(u) for u in v.values()) if isinstance(v, dict) else len(v)
+            for v in side.values()
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form written by :func:`save_split`."""
+        if self.unit != "sample":
+            raise InputError("only sample-level splits are written; this one was read")
         return {
             "format": SPLIT_FORMAT,
             "unit": "benchmark sample (task, uid)",
@@ -109,14 +137,21 @@ def save_split(split: Split, path: str | Path) -> None:
 
 
 def load_split(path: str | Path) -> Split:
-    """Read a split file written by :func:`save_split` (or any JSON with train/test maps)."""
+    """Read a split file: one written by :func:`save_split` (or any JSON with ``train`` and
+    ``test`` maps of task -> uids), or one in the official CIGEval format ``{task: {model:
+    {"sample": [uids]}}}`` (its images are the test side; every other rated image is train)."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"cannot read split file {path}: {exc}") from exc
+    if isinstance(data, dict) and _looks_official(data):
+        return _official_split(data, path)
     if not isinstance(data, dict) or not all(isinstance(data.get(s), dict) for s in SUBSETS):
-        raise InputError(f"{path}: a split file needs 'train' and 'test' maps of task -> uids")
+        raise InputError(
+            f"{path}: a split file needs 'train' and 'test' maps of task -> uids (cigeval meta "
+            'split), or the official format {task: {model: {"sample": [uids]}}}'
+        )
     sides = {}
     for name in SUBSETS:
         side = data[name]
@@ -136,3 +171,41 @@ def load_split(path: str | Path) -> Split:
         seed=data.get("seed"),
         test_fraction=data.get("test_fraction"),
     )
+
+
+def _looks_official(data: dict[str, Any]) -> bool:
+    """Whether a split file is in the official format: no train/test keys, task -> model -> {}."""
+    if any(name in data for name in SUBSETS) or not data:
+        return False
+    return all(
+        isinstance(v, dict) and all(isinstance(m, dict) for m in v.values()) for v in data.values()
+    )
+
+
+def _official_split(data: dict[str, Any], path: Path) -> Split:
+    """The official ``{task: {model: {"sample": [uids]}}}`` file as an image-level split."""
+    from cigeval.meta.human import load_human_ratings
+
+    test: dict[str, dict[str, list[str]]] = {}
+    for task, models in data.items():
+        for model, entry in models.items():
+            uids = entry.get("sample")
+            if not isinstance(uids, list) or not all(isinstance(u, str) for u in uids):
+                raise InputError(
+                    f'{path}: {task} / {model}: expected {{"sample": [uids]}}, got '
+                    f"{str(entry)[:80]}"
+                )
+            test.setdefault(task_id(str(task)), {})[str(model)] = sorted(set(uids))
+    chosen = selection_of(test)
+    rated = load_human_ratings(all_models=True).index
+    unknown = [key for key in chosen.images if key not in rated]
+    if unknown:
+        raise InputError(
+            f"{path}: {len(unknown)} image(s) have no ImagenHub human rating, e.g. "
+            f"{' / '.join(sorted(unknown)[0])}"
+        )
+    train: dict[str, dict[str, list[str]]] = {}
+    for task, model, uid in rated:
+        if (task, model, uid) not in chosen.images:
+            train.setdefault(str(task), {}).setdefault(str(model), []).append(str(uid))
+    return Split(train=train, test=test, unit="image")

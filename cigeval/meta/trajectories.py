@@ -44,7 +44,10 @@ from pydantic import ValidationError
 
 from cigeval.errors import InputError
 from cigeval.image_store import ImageStore
-from cigeval.meta.scores import record_uid, task_id
+from cigeval.messages import UNFINISHED_REASONS
+from cigeval.meta.frames import record_uid, task_id
+from cigeval.meta.selection import Samples, Selection, selection_of
+from cigeval.results.jsonl import last_record_per_id
 from cigeval.trace import ModelCallEvent, Trace
 
 if TYPE_CHECKING:
@@ -82,6 +85,8 @@ class ExportReport:
     conversations: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     missing_images: list[MissingImage] = field(default_factory=list)
+    #: Records dropped because a later record has the same sample id (the last one counts).
+    duplicates: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly summary."""
@@ -90,6 +95,7 @@ class ExportReport:
             "samples": self.samples,
             "conversations": self.conversations,
             "skipped": dict(self.skipped),
+            "duplicates": self.duplicates,
             "missing_images": [str(m) for m in self.missing_images],
         }
 
@@ -185,6 +191,9 @@ class _Chain:
 
 
 def _chains(calls: list[ModelCallEvent], keep_retried: bool) -> list[_Chain]:
+    # A reply cut at the token limit (or by a filter) is asked again with the same messages
+    # and a larger budget; it is never training material, even with keep_retried.
+    calls = [c for c in calls if c.finish_reason not in UNFINISHED_REASONS]
     reasked = set() if keep_retried else _reasked(calls)
     failed = {(tuple(_keys(_turns(calls[i])[:-1])), _key(_turns(calls[i])[-1])) for i in reasked}
     chains: list[_Chain] = []
@@ -371,7 +380,7 @@ def export_trajectories(
     max_diff: float | None = None,
     human: pd.DataFrame | None = None,
     dimension: str = "SC",
-    samples: Mapping[str, Iterable[str]] | None = None,
+    samples: Samples | None = None,
     image_template: str | None = None,
     keep_retried: bool = False,
     fmt: ExportFormat = "trl",
@@ -381,12 +390,14 @@ def export_trajectories(
 ) -> ExportReport:
     """Write chat-format fine-tuning JSONL from results records; return what was kept.
 
-    Only records with status ``ok`` are exported. ``max_diff`` keeps a sample only if its
-    score is within that distance of the human score (the record's ``human`` field, else
-    ``human``: a frame indexed by task, model, uid as from
-    :func:`cigeval.meta.load_human_ratings`, loaded when needed). ``samples`` (task -> uids,
-    e.g. ``split.subset('train')``) keeps only those samples. ``image_dir``: an image store
-    folder searched for images the record does not list; ``base_dir``: the folder relative
+    One record per sample id is read, the last one written (a rerun's record replaces the
+    earlier one; ``report.duplicates`` counts the others). Only records with status ``ok`` are
+    exported. ``max_diff`` keeps a sample only if its score is within that distance of the
+    human score (the record's ``human`` field, else ``human``: a frame indexed by task, model,
+    uid as from :func:`cigeval.meta.load_human_ratings`, loaded when needed). ``samples``
+    (task -> uids, e.g. ``split.subset('train')``, or task -> model -> uids) keeps only those
+    samples or images. ``image_dir``: an image store folder searched for images the record
+    does not list; ``base_dir``: the folder relative
     ``image_files`` paths start from (the results file's). ``image_template`` replaces the
     file paths with references built from ``{sha256}``, ``{label}`` and ``{path}``.
     """
@@ -404,12 +415,13 @@ def export_trajectories(
         Path(base_dir) if base_dir is not None else None,
     )
     humans = _HumanScores(dimension, human)
-    wanted = None
-    if samples is not None:
-        wanted = {(t, str(u)) for t, uids in samples.items() for u in uids}
+    wanted = None if samples is None else selection_of(samples)
     report = ExportReport()
     lines: list[str] = []
-    for record in records:
+    read = [dict(record) for record in records]
+    unique = last_record_per_id(read)
+    report.duplicates = len(read) - len(unique)
+    for record in unique:
         report.records += 1
         reason = _skip_reason(record, wanted, humans, max_diff)
         if reason is not None:
@@ -459,15 +471,23 @@ def export_trajectories(
     return report
 
 
+def _in_selection(record: Mapping[str, Any], wanted: Selection) -> bool:
+    task, uid = task_id(str(record.get("task"))), record_uid(record)
+    model = record.get("model")
+    if model is None:
+        return wanted.keeps_sample(task, uid)
+    return wanted.keeps(task, str(model), uid)
+
+
 def _skip_reason(
     record: Mapping[str, Any],
-    wanted: set[tuple[str, str]] | None,
+    wanted: Selection | None,
     humans: _HumanScores,
     max_diff: float | None,
 ) -> str | None:
     if record.get("status") != "ok":
         return "status not ok"
-    if wanted is not None and (task_id(str(record.get("task"))), record_uid(record)) not in wanted:
+    if wanted is not None and not _in_selection(record, wanted):
         return "not in the chosen split"
     if max_diff is not None:
         return _far_from_humans(record, humans, max_diff)

@@ -25,6 +25,7 @@ from cigeval._version import __version__
 from cigeval.report import plots
 from cigeval.report.cards import CSS as CARD_CSS
 from cigeval.report.cards import figure, sample_card
+from cigeval.report.compare import compare_section
 from cigeval.report.data import (
     Run,
     generator_of,
@@ -67,6 +68,7 @@ table.cg-t{border-collapse:collapse;font-size:12px}
 .cg-problems li{font-size:12px}.cg-warn{color:#a00}.cg-note{font-size:12px;color:#666}
 .cg-prov{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:8px}
 .cg-prov .cg-box{margin:0}.cg-prov th{white-space:nowrap}
+.cg-compare-table tr.cg-sig td{background:#f1f6fd}
 """
 
 
@@ -84,6 +86,8 @@ class Report:
     seed: int
     title: str = "cigeval report"
     problems: list[str] = field(default_factory=list)
+    #: The Compare section (report/compare.py), already rendered.
+    compare_html: str = ""
 
     # -- cards -------------------------------------------------------------------------
     def _image_tag(self, inline: bool) -> Any:
@@ -235,6 +239,7 @@ class Report:
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{escape(self.title)}</title><style>{PAGE_CSS}{CARD_CSS}</style></head>"
             f"<body><main>{self._header()}{self._problems()}{self._leaderboards()}"
+            f"{self.compare_html}"
             f'<h2 id="cg-samples">Samples</h2>{controls}<div id="cg-cards"></div></main>'
             f'<script type="application/json" id="cg-data">{json_for_script(data)}</script>'
             f"<script>{script}</script></body></html>"
@@ -259,7 +264,8 @@ class Report:
         )
         return (
             f'<div class="cg-report"><style>{CARD_CSS}{_FRAGMENT_CSS}</style>{self._problems()}'
-            f"{self._leaderboards()}<h2>Samples</h2>{''.join(c['html'] for c in cards)}{more}</div>"
+            f"{self._leaderboards()}{self.compare_html}<h2>Samples</h2>"
+            f"{''.join(c['html'] for c in cards)}{more}</div>"
         )
 
     def _repr_html_(self) -> str:
@@ -392,12 +398,14 @@ def build_report(
     thumbnail_side: int = THUMBNAIL_SIDE,
     title: str = "cigeval report",
     threads: int = 4,
+    baseline: str | None = None,
 ) -> Report:
     """A :class:`Report` of one or more runs: results files (paths), :class:`Run` objects, or
     one list of Scores/records. Several runs (one per judge) are matched by sample id.
 
     ``n_boot`` resamples for the bootstrap intervals at confidence ``level`` (seeded by
-    ``seed``: the same inputs give the same page numbers).
+    ``seed``: the same inputs give the same page numbers). ``baseline``: the generator the
+    Compare section pairs the others with (default: the first generator in the records).
     """
     from cigeval.score import Score
 
@@ -456,4 +464,5 @@ def build_report(
         seed=seed,
         title=title,
         problems=problems,
+        compare_html=compare_section(runs, baseline, n_boot, level, seed),
     )

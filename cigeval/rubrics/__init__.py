@@ -1,7 +1,9 @@
 """Judging schemes, selected with ``rubric=`` / ``--rubric``.
 
 Built in: ``cigeval`` (the agent, :mod:`cigeval.agent`), ``viescore``, ``lmm_score`` and the
-factor rubrics ``edit_quality``, ``instruction_fidelity``, ``image_preservation``. Build a
+factor rubrics ``edit_quality``, ``instruction_fidelity``, ``image_preservation``; for samples
+holding several candidates, ``pairwise`` (a direct comparative judge asked in every
+presentation order) and ``pointwise`` (each candidate scored on its own, then ranked). Build a
 factor rubric of your own with :func:`define_rubric`, or register any object following the
 :class:`Rubric` protocol with :func:`register_rubric`.
 """

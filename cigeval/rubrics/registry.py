@@ -14,6 +14,8 @@ BUILTIN_RUBRICS: dict[str, str] = {
     "edit_quality": "cigeval.rubrics.factors:EDIT_QUALITY",
     "instruction_fidelity": "cigeval.rubrics.factors:INSTRUCTION_FIDELITY",
     "image_preservation": "cigeval.rubrics.factors:IMAGE_PRESERVATION",
+    "pairwise": "cigeval.rubrics.pairwise:PairwiseRubric",
+    "pointwise": "cigeval.rubrics.pointwise:PointwiseRubric",
 }
 
 

@@ -146,6 +146,11 @@ class TaskSpec:
                         "images.subjects must list two concept images "
                         "(or give one side-by-side image as images.subject)"
                     )
+            elif role == "output" and "output" not in provided and sample.candidates:
+                problems.append(
+                    "the sample holds candidates, not one images.output: judge them with "
+                    "rubric pairwise or pointwise"
+                )
             elif role not in provided:
                 problems.append(f"missing image {role!r} (images.{role})")
         if problems:

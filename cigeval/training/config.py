@@ -1,9 +1,12 @@
-"""The settings of a fine-tuning run: the paper's recipe (§4.3) as defaults.
+"""The settings of a fine-tuning run: two recipes, the paper's and one for a single GPU.
 
-The paper fully fine-tunes Qwen2-VL-7B / Qwen2.5-VL-7B with AdamW, learning rate 1e-5, a cosine
-schedule with 3 % warm-up and batch size 128. cigeval trains a LoRA adapter instead (one GPU);
-the learning rate, schedule and warm-up are the paper's, the rest are settings of its own
-(LoRA often wants a higher learning rate, e.g. 1e-4: try it on your data).
+The paper (§4.3) fine-tunes Qwen2-VL-7B / Qwen2.5-VL-7B with Megatron-LM: AdamW, learning rate
+1e-5, a cosine schedule with 3 % warm-up, batch size 128 and sequence length 32,768, every
+weight trained. ``recipe="paper"`` is that: full fine-tuning, an effective batch of 128 reached
+by gradient accumulation, sequences capped at 32,768 tokens. ``recipe="lora"`` (the default,
+a departure from the paper) trains a LoRA adapter that fits one small GPU, with the paper's
+learning rate, schedule and warm-up, a batch of 8 and no cap (LoRA often wants a higher
+learning rate, e.g. 1e-4: try it on your data). An explicit flag overrides either recipe.
 Fields with a ``flag`` become ``cigeval finetune`` flags (see :mod:`cigeval.cli._flags`).
 """
 
@@ -12,13 +15,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 #: The language model's attention and MLP projections of Qwen2-VL / Qwen2.5-VL. A regex, since
 #: Qwen2.5-VL's vision tower reuses the MLP names and should stay as it is.
 DEFAULT_LORA_TARGETS = (
     r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
 )
+
+
+#: The recipes: ``lora`` (cigeval's default, one GPU) and ``paper`` (the paper's, §4.3).
+RECIPES: tuple[str, ...] = ("lora", "paper")
+
+#: What ``recipe="paper"`` sets when the flag is not given: the paper's batch and sequence cap.
+PAPER_RECIPE: dict[str, Any] = {"effective_batch": 128, "max_length": 32768}
+
+_LORA_FIELDS = ("lora_rank", "lora_alpha", "lora_dropout", "lora_targets")
 
 
 def _flag(name: str, **extra: Any) -> dict[str, Any]:
@@ -30,6 +42,13 @@ class FinetuneConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    recipe: Literal["lora", "paper"] = Field(
+        "lora",
+        description="lora: a LoRA adapter for one small GPU (a departure from the paper); "
+        "paper: the paper's full fine-tuning (every weight, effective batch 128 by gradient "
+        "accumulation, lr 1e-5, cosine, warm-up 0.03, sequences capped at 32768 tokens)",
+        json_schema_extra=_flag("--recipe"),
+    )
     epochs: float = Field(
         3.0, gt=0, description="passes over the data", json_schema_extra=_flag("--epochs")
     )
@@ -66,8 +85,22 @@ class FinetuneConfig(BaseModel):
     gradient_accumulation: int = Field(
         8,
         ge=1,
-        description="steps whose gradients add up before each update",
+        description="steps whose gradients add up before each update (lora recipe)",
         json_schema_extra=_flag("--gradient-accumulation"),
+    )
+    effective_batch: int | None = Field(
+        None,
+        ge=1,
+        description="conversations per update over all devices, reached by gradient "
+        "accumulation (paper recipe: 128); replaces --gradient-accumulation",
+        json_schema_extra=_flag("--effective-batch"),
+    )
+    max_length: int | None = Field(
+        None,
+        ge=1,
+        description="cap on a conversation's tokens, longer ones are cut (paper recipe: "
+        "32768; lora: no cap, since a cut through image tokens cannot train)",
+        json_schema_extra=_flag("--max-length"),
     )
     lora_rank: int = Field(
         16, ge=1, description="LoRA rank", json_schema_extra=_flag("--lora-rank")
@@ -121,6 +154,49 @@ class FinetuneConfig(BaseModel):
         "assistant replies), for base models whose template cigeval cannot use",
         json_schema_extra=_flag("--chat-template", metavar="FILE"),
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recipe_defaults(cls, data: Any) -> Any:
+        """The paper recipe's batch and sequence cap, unless given."""
+        if isinstance(data, dict) and data.get("recipe") == "paper":
+            data = {**data}
+            for name, value in PAPER_RECIPE.items():
+                if data.get(name) is None:
+                    data[name] = value
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FinetuneConfig:
+        if self.effective_batch is not None and "gradient_accumulation" in self.model_fields_set:
+            raise ValueError(
+                "give --effective-batch or --gradient-accumulation, not both (the first sets "
+                "the second)"
+            )
+        lora_given = [f for f in _LORA_FIELDS if f in self.model_fields_set]
+        if self.full and lora_given:
+            names = ", ".join("--" + f.replace("_", "-") for f in lora_given)
+            raise ValueError(f"{names}: LoRA settings do not apply to --recipe paper")
+        return self
+
+    @property
+    def full(self) -> bool:
+        """Whether every weight is trained (the paper recipe) rather than a LoRA adapter."""
+        return self.recipe == "paper"
+
+    def accumulation(self, devices: int = 1) -> int:
+        """Gradient accumulation steps: from ``effective_batch`` when set (it must be a
+        multiple of ``batch_size`` times the number of devices), else as given."""
+        if self.effective_batch is None:
+            return self.gradient_accumulation
+        per_step = self.batch_size * max(1, devices)
+        if self.effective_batch % per_step:
+            raise ValueError(
+                f"an effective batch of {self.effective_batch} is not a multiple of batch size "
+                f"{self.batch_size} x {max(1, devices)} device(s); change --batch-size or "
+                "--effective-batch"
+            )
+        return self.effective_batch // per_step
 
     @property
     def alpha(self) -> int:

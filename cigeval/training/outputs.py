@@ -7,9 +7,11 @@ Layout of ``OUT``::
     checkpoints/       the trainer's checkpoints (the adapter, optimizer and scheduler state)
     adapter/           the LoRA adapter plus the tokenizer, image processor and chat template
     merged/            the base model with the adapter merged in (unless --no-merge)
+    model/             the fully tuned model (--recipe paper: no adapter, no merge)
 
-``hf:OUT``, ``hf:OUT/merged`` and ``hf:OUT/adapter`` all judge with the tuned model; an adapter
-folder (any PEFT adapter: ``adapter_config.json``) is loaded onto its base model.
+``hf:OUT``, ``hf:OUT/merged``, ``hf:OUT/adapter`` and ``hf:OUT/model`` all judge with the
+tuned model; an adapter folder (any PEFT adapter: ``adapter_config.json``) is loaded onto its
+base model.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ LOG_FILE = "train_log.jsonl"
 CHECKPOINTS = "checkpoints"
 ADAPTER = "adapter"
 MERGED = "merged"
+FULL_MODEL = "model"
 
 
 @dataclass(frozen=True)
@@ -65,14 +68,16 @@ def resolve_model_folder(name: str) -> ModelFolder:
     if not path.is_dir():
         return ModelFolder(name)
     if (path / RUN_FILE).is_file() and not (path / "config.json").is_file():
+        if (path / FULL_MODEL / "config.json").is_file():
+            return ModelFolder(str(path / FULL_MODEL))
         if (path / MERGED / "config.json").is_file():
             return ModelFolder(str(path / MERGED))
         if (path / ADAPTER / "adapter_config.json").is_file():
             path = path / ADAPTER
         else:
             raise ConfigError(
-                f"{path} holds an unfinished `cigeval finetune` run (no {MERGED}/ nor "
-                f"{ADAPTER}/ yet); run the same command again to resume it"
+                f"{path} holds an unfinished `cigeval finetune` run (no {FULL_MODEL}/, "
+                f"{MERGED}/ nor {ADAPTER}/ yet); run the same command again to resume it"
             )
     if (path / "adapter_config.json").is_file():
         return ModelFolder(_adapter_base(path), str(path))

@@ -1,4 +1,7 @@
-"""``cigeval finetune``: supervised fine-tuning of a vision-language judge with TRL and LoRA.
+"""``cigeval finetune``: supervised fine-tuning of a vision-language judge with TRL.
+
+Two recipes (:mod:`cigeval.training.config`): a LoRA adapter (the default, one GPU) or the
+paper's full fine-tuning (every weight; effective batch 128 by gradient accumulation).
 
 Everything that can be checked is checked before the model loads: the data (every line), the
 base model's tokenizer, image processor and chat template, and that each conversation renders
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -29,6 +33,7 @@ from cigeval.training.data import TrainingRow, load_training_data
 from cigeval.training.outputs import (
     ADAPTER,
     CHECKPOINTS,
+    FULL_MODEL,
     LOG_FILE,
     MERGED,
     RUN_FILE,
@@ -37,15 +42,19 @@ from cigeval.training.processor import load_vl_processor, training_chat_template
 
 RUN_FORMAT = "cigeval-finetune/1"
 #: Files and folders of a run, removed by ``restart`` (nothing else in OUT is touched).
-_RUN_ENTRIES = (RUN_FILE, LOG_FILE, CHECKPOINTS, ADAPTER, MERGED)
+_RUN_ENTRIES = (RUN_FILE, LOG_FILE, CHECKPOINTS, ADAPTER, MERGED, FULL_MODEL)
 
 
 @dataclass
 class FinetuneResult:
-    """What a fine-tuning run produced and how it went."""
+    """What a fine-tuning run produced and how it went.
+
+    A LoRA run writes ``adapter`` (and ``merged`` unless told not to); a full fine-tuning run
+    (the paper recipe) writes the whole tuned model to ``model``.
+    """
 
     out: str
-    adapter: str
+    adapter: str | None
     merged: str | None
     steps: int
     train_loss: float | None
@@ -58,6 +67,8 @@ class FinetuneResult:
     bf16: bool
     resumed_from: str | None
     chat_template: str
+    recipe: str = "lora"
+    model: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly form."""
@@ -226,11 +237,13 @@ def finetune(
     report: Callable[[str], None] | None = None,
     callbacks: list[Any] | None = None,
 ) -> FinetuneResult:
-    """Train a LoRA adapter on ``data`` (JSONL conversations) from ``base`` (``hf:<id|dir>``).
+    """Fine-tune ``base`` (``hf:<id|dir>``) on ``data`` (JSONL conversations).
 
-    Writes the adapter, the merged model (unless ``config.merge`` is off), the run record and
-    the log to ``out``; a run in ``out`` with the same base, data and settings is resumed from
-    its last checkpoint, and a finished one is not trained again. ``restart`` discards a
+    With the default LoRA recipe writes the adapter and the merged model (unless
+    ``config.merge`` is off), with ``recipe="paper"`` the fully tuned model (``out/model``);
+    and in both the run record and the log to ``out``. A run in ``out`` with the same base,
+    data and settings is resumed from its last checkpoint, and a finished one is not trained
+    again. ``restart`` discards a
     previous run first. ``report`` receives progress notes (default: stderr); ``callbacks``
     are extra ``transformers.TrainerCallback`` objects.
     """
@@ -301,21 +314,27 @@ def finetune(
     output = trainer.train(resume_from_checkpoint=last)
     runtime = time.perf_counter() - started
 
-    adapter = out / ADAPTER
-    trainer.save_model(str(adapter))
-    processor.save_pretrained(str(adapter))
-    _absolute_base(adapter, base_path)
-    merged = None
-    if config.merge:
-        merged = out / MERGED
-        model = trainer.model.merge_and_unload()
-        model.config.use_cache = True
-        model.save_pretrained(str(merged))
-        processor.save_pretrained(str(merged))
+    adapter = merged = full = None
+    if config.full:
+        full = out / FULL_MODEL
+        trainer.model.config.use_cache = True
+        trainer.save_model(str(full))
+        processor.save_pretrained(str(full))
+    else:
+        adapter = out / ADAPTER
+        trainer.save_model(str(adapter))
+        processor.save_pretrained(str(adapter))
+        _absolute_base(adapter, base_path)
+        if config.merge:
+            merged = out / MERGED
+            model = trainer.model.merge_and_unload()
+            model.config.use_cache = True
+            model.save_pretrained(str(merged))
+            processor.save_pretrained(str(merged))
     metrics = output.metrics or {}
     result = FinetuneResult(
         out=str(out),
-        adapter=str(adapter),
+        adapter=str(adapter) if adapter is not None else None,
         merged=str(merged) if merged is not None else None,
         steps=int(output.global_step),
         train_loss=float(output.training_loss) if output.training_loss is not None else None,
@@ -328,6 +347,8 @@ def finetune(
         bf16=bool(bf16),
         resumed_from=last,
         chat_template=source,
+        recipe=config.recipe,
+        model=str(full) if full is not None else None,
     )
     _write_json(out / RUN_FILE, {**record, "status": "done", "result": result.to_dict()})
     return result
@@ -347,12 +368,16 @@ def _trainer(
 ) -> Any:
     trl, peft = modules["trl"], modules["peft"]
     dataset = modules["datasets"].Dataset.from_list([row.to_dataset_row() for row in rows])
+    try:
+        accumulation = config.accumulation(_devices())
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     arguments = trl.SFTConfig(
         output_dir=str(out / CHECKPOINTS),
         num_train_epochs=config.epochs,
         max_steps=config.max_steps or -1,
         per_device_train_batch_size=config.batch_size,
-        gradient_accumulation_steps=config.gradient_accumulation,
+        gradient_accumulation_steps=accumulation,
         learning_rate=config.learning_rate,
         lr_scheduler_type=config.lr_scheduler,
         warmup_steps=config.warmup_ratio,  # below 1: a fraction of the steps
@@ -365,7 +390,9 @@ def _trainer(
         gradient_checkpointing=checkpointing,
         activation_checkpointing=checkpointing,
         assistant_only_loss=True,
-        max_length=None,  # no truncation: it would cut image tokens apart
+        # the paper's cap cuts longer conversations (TRL says so if a cut splits an image's
+        # tokens); without a cap nothing is cut
+        max_length=config.max_length,
         include_num_input_tokens_seen="non_padding",
         report_to="none",
         seed=config.seed,
@@ -373,13 +400,15 @@ def _trainer(
         dataloader_num_workers=0,
         disable_tqdm=not progress,
     )
-    lora = peft.LoraConfig(
-        r=config.lora_rank,
-        lora_alpha=config.alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=config.lora_targets,
-        task_type="CAUSAL_LM",
-    )
+    lora = None
+    if not config.full:
+        lora = peft.LoraConfig(
+            r=config.lora_rank,
+            lora_alpha=config.alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules=config.lora_targets,
+            task_type="CAUSAL_LM",
+        )
     try:
         return trl.SFTTrainer(
             model=model,
@@ -393,3 +422,12 @@ def _trainer(
         if "target" in str(exc).lower():
             raise ConfigError(f"--lora-targets {config.lora_targets!r}: {exc}") from exc
         raise
+
+
+def _devices() -> int:
+    """How many processes train together (``WORLD_SIZE`` under torchrun/accelerate, else 1):
+    the effective batch is batch size x accumulation x this."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1

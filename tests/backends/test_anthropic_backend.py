@@ -172,3 +172,15 @@ async def test_preflight_names_the_key_variable_and_the_unreachable_server() -> 
         url = server.url
     with pytest.raises(PreflightError, match="cannot be reached"):
         await fast_backend(url).preflight()
+
+
+async def test_every_http_attempt_is_counted_retries_included(
+    anthropic_server: FakeAnthropicServer,
+) -> None:
+    from cigeval.backends.attempts import counting_http_attempts
+
+    anthropic_server.fail(0, "500")
+    anthropic_server.fail(1, "429")
+    with counting_http_attempts() as counter:
+        await fast_backend(anthropic_server.url).complete(image_request())
+    assert counter.count == len(anthropic_server.requests) == 3

@@ -333,3 +333,11 @@ async def test_forget_and_bypass(tmp_path: Path) -> None:
         assert (await backend.complete(request)).text == "third"
     hit = await backend.complete(request)
     assert hit.cached and hit.text == "third"  # the fresh answer replaced the old one
+
+
+def test_a_cached_finish_reason_is_replayed_in_the_one_vocabulary(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    cache.save("k" * 64, ModelResponse("cut", "m", finish_reason="MAX_TOKENS"))  # an old entry
+    cache.save("c" * 64, ModelResponse("cut", "m", finish_reason="length"))
+    assert cache.lookup("k" * 64).finish_reason == "length"  # type: ignore[union-attr]
+    assert cache.lookup("c" * 64).finish_reason == "length"  # type: ignore[union-attr]

@@ -232,3 +232,60 @@ async def test_an_unfinished_finetune_folder_says_so(tmp_path: Path) -> None:
     (tmp_path / "finetune.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ConfigError, match="unfinished"):
         await HFBackend(tmp_path, device="cpu").complete(image_request())
+
+
+def _save_turn_ending_model(directory: Path) -> Path:
+    """A tiny Qwen2-VL whose greedy reply is ``<|im_end|>`` at once, while its generation
+    config and tokenizer name only ``<|endoftext|>`` as the end (as some tuned models do).
+
+    The weights are set so that one hidden dimension always holds 10 (every token embeds it,
+    no layer writes to it) and only ``<|im_end|>`` reads it: its logit is the only positive one.
+    """
+    import torch
+    import transformers
+
+    save_tiny_qwen2_vl(directory)
+    model = transformers.AutoModelForImageTextToText.from_pretrained(directory)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory)
+    end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    text = model.model.language_model
+    with torch.no_grad():
+        text.embed_tokens.weight[:, 0] = 10.0
+        for layer in text.layers:
+            layer.self_attn.o_proj.weight[0, :] = 0.0
+            layer.mlp.down_proj.weight[0, :] = 0.0
+        model.lm_head.weight.zero_()
+        model.lm_head.weight[end_of_turn, 0] = 1.0
+    model.generation_config.eos_token_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    model.save_pretrained(directory)
+    tokenizer.eos_token = "<|endoftext|>"
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+async def test_generation_stops_at_the_chat_templates_end_of_turn(tmp_path: Path) -> None:
+    backend = HFBackend(_save_turn_ending_model(tmp_path / "model"), device="cpu")
+    request = image_request("Rate the image.", (make_image(),), settings=greedy(8))
+    reply = await backend.complete(request)
+    # Without <|im_end|> as a stop, it would run to the limit (8 tokens, finish_reason length).
+    assert (reply.finish_reason, reply.usage.completion_tokens, reply.text) == ("stop", 1, "")
+
+
+def test_the_end_of_turn_token_is_found_by_name_when_the_template_cannot_render(
+    tiny_model_dir: Path,
+) -> None:
+    import transformers
+
+    from cigeval.backends.hf_backend import _end_of_turn_ids
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
+
+    class Broken:
+        def apply_chat_template(self, *args: Any, **kwargs: Any) -> str:
+            raise ValueError("this template wants a system message")
+
+    expected = {tokenizer.convert_tokens_to_ids("<|im_end|>")}
+    assert _end_of_turn_ids(tokenizer, tokenizer) == expected  # rendered
+    assert _end_of_turn_ids(Broken(), tokenizer) == expected  # named in the template
+    tokenizer.chat_template = "{{ messages }}"
+    assert _end_of_turn_ids(Broken(), tokenizer) == set()

@@ -105,9 +105,18 @@ async def test_finish_reason_and_served_model_come_from_the_response_metadata() 
         content="cut", response_metadata={"finish_reason": "length", "model_name": "gpt-x-0613"}
     )
     anthropic_style = AIMessage(content="cut too", response_metadata={"stop_reason": "max_tokens"})
-    backend = LangChainBackend(recording(openai_style, anthropic_style, AIMessage(content="ok")))
+    gemini_style = AIMessage(content="withheld", response_metadata={"finish_reason": "SAFETY"})
+    anthropic_done = AIMessage(content="done", response_metadata={"stop_reason": "end_turn"})
+    backend = LangChainBackend(
+        recording(
+            openai_style, anthropic_style, gemini_style, anthropic_done, AIMessage(content="ok")
+        )
+    )
     first = await backend.complete(image_request())
     assert (first.finish_reason, first.model) == ("length", "gpt-x-0613")
     second = await backend.complete(image_request())
     assert (second.finish_reason, second.model) == ("length", backend.model_name)
+    # every provider's spelling lands in the one vocabulary
+    assert (await backend.complete(image_request())).finish_reason == "content_filter"
+    assert (await backend.complete(image_request())).finish_reason == "stop"
     assert (await backend.complete(image_request())).finish_reason is None

@@ -246,3 +246,13 @@ async def test_each_answer_names_its_replica_and_finish_reason() -> None:
         ("a", "length", urls[0]),
         ("b", "stop", urls[1]),
     ]
+
+
+async def test_a_servers_own_spelling_of_the_finish_reason_is_normalised() -> None:
+    with FakeOpenAIServer(
+        ["cut", "fine"], finish_reason=lambda t: "MAX_TOKENS" if t == "cut" else "eos"
+    ) as server:
+        backend = OpenAIBackend("m", [server.base_url], api_key="k")
+        replies = [await backend.complete(image_request()) for _ in range(2)]
+        await backend.aclose()
+    assert [r.finish_reason for r in replies] == ["length", "stop"]

@@ -10,10 +10,15 @@ from typing import Any
 
 from PIL import Image
 
+from cigeval import Evaluator, RunConfig
+from cigeval.backends import ScriptedBackend
 from cigeval.cli import main
+from cigeval.messages import ImagePart, ModelRequest
 from cigeval.meta import load_human_ratings
 from cigeval.meta.imagenhub_samples import imagenhub_samples, sample_for
-from cigeval.testing import request_text, rule_judge
+from cigeval.sample import sample_from_dict
+from cigeval.tasks.labels import condition_label
+from cigeval.testing import request_text, rule_judge, template_of
 from tests.openai_server import FakeOpenAIServer
 
 TASK, FOLDER = "subject_driven_ie", "ImagenHub_Subject-Driven_IE"
@@ -43,6 +48,104 @@ def test_every_rated_image_gets_one_sample_with_the_right_inputs():
     }
     assert "source" not in by_task["multi_concept_ic"]["images"]
     assert by_task["text_guided_ig"]["images"].keys() == {"output"}
+
+
+def test_subject_driven_generation_samples_carry_their_subject_name() -> None:
+    samples = list(imagenhub_samples("/nowhere", tasks=["subject_driven_ig"]))
+    assert len(samples) == 150 * 4  # four generators of the published tables
+    names = {s["metadata"]["uid"]: s["subject"] for s in samples}
+    assert len(names) == 150 and all(names.values())
+    # each name is the one the prompt speaks of, and the raw ImagenHub id rides along
+    assert all(s["subject"] in s["prompt"] for s in samples)
+    first = next(s for s in samples if s["metadata"]["uid"] == "sample_0.jpg")
+    assert (first["subject"], first["metadata"]["subject_id"]) == ("backpack", "backpack")
+    dog = {s["metadata"]["subject_id"]: s["subject"] for s in samples}
+    assert dog["dog2"] == "dog" and dog["red_cartoon"] == "red cartoon"
+
+
+def test_multi_concept_samples_carry_both_names_left_first(shared: Path) -> None:
+    samples = list(imagenhub_samples("/nowhere", tasks=["multi_concept_ic"]))
+    assert len(samples) == 102 * 3
+    concepts = {s["metadata"]["uid"]: s["concepts"] for s in samples}
+    assert len(concepts) == 102
+    assert all(len(pair) == 2 and all(pair) for pair in concepts.values())
+    assert all(all(name in s["prompt"] for name in s["concepts"]) for s in samples)
+    # [left, right] exactly as ImagenHub pastes them (concept1 left), never re-ordered
+    source = shared / "data" / "imagenhub_extra" / "conditions_extra.jsonl"
+    published = {
+        row["uid"]: row["concepts"]
+        for row in map(json.loads, source.read_text(encoding="utf-8").splitlines())
+        if row["task"] == "ImagenHub_Multi-Concept_IC"
+    }
+    assert concepts == published
+    assert concepts["sample_0.jpg"] == ["wooden pot", "cat"]
+    assert concepts["sample_20.jpg"][0] != concepts["sample_20.jpg"][1]
+
+
+def test_the_extra_names_ship_unchanged_with_their_provenance(shared: Path) -> None:
+    from importlib import resources
+
+    folder = resources.files("cigeval.data").joinpath("imagenhub_extra")
+    shipped = folder.joinpath("conditions_extra.jsonl").read_bytes()
+    original = shared / "data" / "imagenhub_extra" / "conditions_extra.jsonl"
+    assert shipped == original.read_bytes()
+    readme = folder.joinpath("README.md").read_text(encoding="utf-8")
+    assert "3c723b08d88485752ee683aba7d9fc05387a43df" in readme
+    assert "56c8ad86f9f2ac4e43e0776e21104a5345222639" in readme
+
+
+def _condition_lines(request: ModelRequest) -> list[str]:
+    text = request.messages[-1].text_content()
+    return [line for line in text.splitlines() if line.startswith(f"{condition_label('subject')}:")]
+
+
+def _roles(request: ModelRequest) -> list[str]:
+    return [str(p.label) for p in request.messages[-1].parts if isinstance(p, ImagePart)]
+
+
+def test_the_judge_sees_the_subject_and_concept_names(tmp_path: Path, capsys) -> None:
+    museum = tmp_path / "museum"
+    wanted = {
+        ("subject_driven_ig", "DreamBooth", "sample_0.jpg"),
+        ("multi_concept_ic", "CustomDiffusion", "sample_0.jpg"),
+    }
+    for task, model, uid in wanted:
+        for role, path in sample_for(task, model, uid, museum)["images"].items():
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            size = (80, 40) if role == "subject" else (48, 48)
+            Image.new("RGB", size, (90, 120, 30)).save(path, format="JPEG")
+    out = tmp_path / "samples.jsonl"
+    argv = ["meta", "imagenhub-samples", "--museum", str(museum), "--out", str(out)]
+    assert main([*argv, "--task", "subject_driven_ig", "--task", "multi_concept_ic"]) == 0
+    assert "wrote 2 samples" in capsys.readouterr().err
+    written = {s["task"]: s for s in map(json.loads, out.read_text().splitlines())}
+    assert written["subject_driven_ig"]["subject"] == "backpack"
+    assert written["multi_concept_ic"]["concepts"] == ["wooden pot", "cat"]
+
+    requests: dict[str, list[ModelRequest]] = {}
+    for task, fields in written.items():
+        backend = ScriptedBackend(rule_judge())
+        sample = sample_from_dict(fields, base_dir=tmp_path)
+        score = Evaluator(backend, run_config=RunConfig(use_cache=False), tools=()).evaluate(sample)
+        assert score.status == "ok", score.error
+        requests[task] = [r for r in backend.requests if "RULES:" in request_text(r)]
+
+    subject = [
+        r
+        for r in requests["subject_driven_ig"]
+        if template_of(request_text(r)) == "subject_similarity"
+    ]
+    assert len(subject) == 1
+    assert f"{condition_label('subject')}: backpack" in _condition_lines(subject[0])
+    by_half = {}
+    for request in requests["multi_concept_ic"]:
+        if template_of(request_text(request)) == "concept_similarity":
+            half = next(role for role in _roles(request) if role.startswith("subject_"))
+            by_half[half] = _condition_lines(request)
+    left = f"{condition_label('concepts[0]')}: wooden pot"
+    right = f"{condition_label('concepts[1]')}: cat"
+    assert left in by_half["subject_1"] and right not in by_half["subject_1"]
+    assert right in by_half["subject_2"] and left not in by_half["subject_2"]
 
 
 def museum_with_brightness_coded_outputs(root: Path) -> dict[str, float]:

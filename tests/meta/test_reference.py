@@ -26,19 +26,27 @@ def gpt4o_1shot(scores_dir: Path):
     return load_viescore_tsv(scores_dir / "gpt4o_1shot.tsv")
 
 
-def test_published_human_row_with_rounding(reference: dict[str, Any]) -> None:
+def test_published_human_row_by_default(reference: dict[str, Any]) -> None:
     published = reference["cigeval_table1_SC_spearman"]["human_raters"]
-    result = human_baseline("SC", averaging="paper", round_to=4)
-    assert [result.tasks[t] for t in PAPER_TASK_ORDER] + [result.average] == published
     assert published == [0.5044, 0.539, 0.423, 0.5443, 0.478, 0.4887, 0.5927, 0.47]
+    result = human_baseline("SC", averaging="paper")  # the paper's rounding comes with it
+    assert [result.tasks[t] for t in PAPER_TASK_ORDER] + [result.average] == published
+    assert result.rounding.to_dict() == {"correlations": 4, "averages": 4}
+    explicit = human_baseline("SC", averaging="paper", round_to=4)
+    assert [explicit.tasks[t] for t in PAPER_TASK_ORDER] + [explicit.average] == published
 
 
 def test_human_row_without_rounding(reference: dict[str, Any]) -> None:
     recomputed = reference["recomputed_from_shared_data"]
-    result = human_baseline("SC")
+    result = human_baseline("SC", round_to=None)
     assert _row(result) == recomputed["human_raters_SC_per_task"]
-    averages = [round(human_baseline(d).average, 4) for d in ("SC", "PQ", "O")]
+    averages = [round(human_baseline(d, round_to=None).average, 4) for d in ("SC", "PQ", "O")]
     assert averages == recomputed["human_raters_SC_PQ_O_AVG"]
+    # fisher_z averaging rounds nothing unless asked
+    assert human_baseline("SC", averaging="fisher_z").rounding.to_dict() == {
+        "correlations": None,
+        "averages": None,
+    }
 
 
 def test_published_viescore_gpt4o_row(reference: dict[str, Any], gpt4o_0shot) -> None:
@@ -54,8 +62,9 @@ def test_min_tiebreak_mean_row(gpt4o_0shot, scores_dir: Path) -> None:
     # other sub-scores, with nothing fitted, moves the paper-averaged rho 0.4459 -> 0.4483
     tiebreak = load_viescore_tsv(scores_dir / "gpt4o_0shot.tsv", rule="min_tiebreak_mean")
     plain, broken = meta_evaluate(gpt4o_0shot, "SC"), meta_evaluate(tiebreak, "SC")
-    assert round(plain.average, 6) == 0.445867
-    assert round(broken.average, 6) == 0.448312
+    unrounded = meta_evaluate(gpt4o_0shot, "SC", round_to=None)
+    assert round(unrounded.average, 6) == 0.445867
+    assert round(meta_evaluate(tiebreak, "SC", round_to=None).average, 6) == 0.448312
     assert _row(broken) == [0.4989, 0.5382, 0.3985, 0.5093, 0.5042, 0.4773, 0.4518, 0.4483]
     # Text-Guided IG answers hold one SC score, so nothing can tie-break there
     assert broken.tasks["text_guided_ig"] == plain.tasks["text_guided_ig"]
@@ -78,8 +87,9 @@ def test_gpt4o_1shot(reference: dict[str, Any], scores_dir: Path, gpt4o_1shot) -
     sc, pq, overall = reference["recomputed_from_shared_data"]["gpt4o_1shot_SC_PQ_O_AVG"]
     # The reference (and issue 6) count an image with an empty PQ answer as missing for SC too.
     by_row = load_viescore_tsv(scores_dir / "gpt4o_1shot.tsv", missing="row")
-    assert round(meta_evaluate(by_row, "SC").average, 4) == sc
-    assert round(meta_evaluate(gpt4o_1shot, "PQ").average, 4) == pq
+    # recomputed without the published rounding
+    assert round(meta_evaluate(by_row, "SC", round_to=None).average, 4) == sc
+    assert round(meta_evaluate(gpt4o_1shot, "PQ", round_to=None).average, 4) == pq
     assert meta_evaluate(gpt4o_1shot, "O").average == pytest.approx(overall, abs=2e-4)
     per_cell = meta_evaluate(gpt4o_1shot, "SC")
     assert round(per_cell.average, 4) == 0.4313

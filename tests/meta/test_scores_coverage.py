@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -24,21 +25,31 @@ def _write_jsonl(path: Path, records: list[dict]) -> Path:
 
 @pytest.mark.parametrize(
     ("cell", "expected"),
-    [
-        ("[7, 8]", 0.7),
-        ("[0, 10]", 0.0),
-        ("9", 0.9),
-        ('["10", 8]', 0.8),
-        ("[80]", 1.0),
-        ("[-2, 5]", 0.0),
-        ("", math.nan),
-        ("[]", math.nan),
-        ("n/a", math.nan),
-    ],
+    [("[7, 8]", 0.7), ("[0, 10]", 0.0), ("9", 0.9), ("[7.5]", 0.75), ("", math.nan)],
 )
 def test_viescore_cell(cell: str, expected: float) -> None:
     value = viescore_cell(cell)
     assert (math.isnan(value) and math.isnan(expected)) or value == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("cell", "reason"),
+    [
+        ("[1e3, 5]", "1000 is outside [0, 10]"),
+        ("[7, x]", "not a number or a JSON list"),
+        ("[11, 5]", "11 is outside [0, 10]"),
+        ("[-3, 2]", "-3 is outside [0, 10]"),
+        ('["10", 8]', '"10" is not a number'),
+        ("[80]", "80 is outside"),
+        ("[]", "empty list"),
+        ("n/a", "not a number"),
+        ("[NaN, 5]", "not a finite number"),
+        ("[5, 5, 5]", "3 scores where the prompt asks for at most 2"),
+    ],
+)
+def test_malformed_viescore_cells_are_refused(cell: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        viescore_cell(cell, max_length=2)
 
 
 def test_viescore_cell_with_another_list_aggregate() -> None:
@@ -138,9 +149,12 @@ def test_incomplete_cigeval_results_coverage(tmp_path: Path) -> None:
     assert "0 paired" in result.undefined[0][2]
     assert "human-only 4627" in result.table()
     assert math.isnan(result.tasks[TASK])  # Glide's three task-mates have no scores
-    omitted = meta_evaluate(load_scores(path), "SC", nan_policy="omit")
+    omitted = meta_evaluate(load_scores(path), "SC", nan_policy="omit", round_to=None)
     assert omitted.tasks[TASK] == pytest.approx(math.tanh(expected))
     assert omitted.average == pytest.approx(math.tanh(math.tanh(expected)))
+    # the published rounding: 4 decimals of the generator's rho, then of each average
+    published = meta_evaluate(load_scores(path), "SC", nan_policy="omit")
+    assert published.tasks[TASK] == round(math.tanh(round(expected, 4)), 4)
     # PQ only where dimensions carry it.
     pq = meta_evaluate(load_scores(path), "PQ").coverage.loc[(TASK, MODEL)]
     assert pq["used"] == 84 and pq["missing"] == 86 and pq["failed"] == 4
@@ -161,8 +175,10 @@ def test_bad_records(record: dict, message: str) -> None:
 
 def test_duplicate_keys_and_bad_json(tmp_path: Path) -> None:
     record = {"id": "a", "task": TASK, "model": "m", "status": "ok", "score": 0.1}
+    # two ids naming one image of one run: ambiguous
+    other = {**record, "id": "b", "metadata": {"uid": "a"}}
     with pytest.raises(InputError, match="share a"):
-        records_to_frame([record, record])
+        records_to_frame([record, other])
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(record) + "\n{not json\n", encoding="utf-8")
     frame = load_scores(bad)  # the unreadable line is skipped, and named
@@ -170,7 +186,7 @@ def test_duplicate_keys_and_bad_json(tmp_path: Path) -> None:
     assert [s.split(":")[0] for s in frame.attrs["skipped_lines"]] == ["line 2"]
     incomplete = tmp_path / "incomplete.jsonl"
     incomplete.write_text('{"id": 1}\n', encoding="utf-8")
-    with pytest.raises(InputError, match="record 1: missing field"):
+    with pytest.raises(InputError, match=r"incomplete\.jsonl line 1: missing field"):
         load_scores(incomplete)
     with pytest.raises(InputError, match="cannot read"):
         load_scores(tmp_path / "absent.jsonl")

@@ -339,3 +339,22 @@ def test_rounds_of_one_sub_question_join_across_interleaved_calls(images: Images
     q1, q2 = _lines(per_call)
     assert (q1["question_id"], q1["calls"], len(q1["messages"])) == ("q1", 2, 5)
     assert (q2["question_id"], q2["calls"], len(q2["messages"])) == ("q2", 1, 3)
+
+
+def test_a_reply_cut_at_the_token_limit_is_never_training_material(images: Images) -> None:
+    """The session asks a cut reply again with the same messages and a larger budget: only
+    the complete reply is exported, even with keep_retried."""
+    ask = _ask(images, "edit success")
+    record = _two_round_record(images, "s1")
+    record["trace"] = [
+        _call("judge", [SYSTEM, ask], '{"score": "1', question_id="q1", finish_reason="length"),
+        _call("judge", [SYSTEM, ask], '{"score": 10, "reasoning": "done"}', question_id="q1"),
+    ]
+    for keep_retried in (False, True):
+        out = io.StringIO()
+        export_trajectories([record], out, keep_retried=keep_retried)
+        (row,) = _lines(out)
+        assert row["calls"] == 1
+        assert [_texts(m) for m in row["messages"] if m["role"] == "assistant"] == [
+            ['{"score": 10, "reasoning": "done"}']
+        ]

@@ -296,6 +296,20 @@ def test_compare_reads_only_probe_reports(
     assert "is not a cigeval probe report" in capsys.readouterr().err
 
 
+def test_a_judge_that_cannot_be_reached_is_named_as_never_asked(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeOpenAIServer(rule_judge()) as server:
+        gone = server.base_url
+    out = workdir / "unreachable.json"
+    argv = ["probe", "--model", "openai:judge", "--base-url", gone, "--out", str(out)]
+    flags = ["--tasks", "text_guided_ig", "--kinds", "blank_output", "--max-retries", "0"]
+    assert main([*argv, "--quiet", "--no-preflight", *flags]) == 1
+    stderr = capsys.readouterr().err
+    assert "every probe ended in error: the judge could not be asked" in stderr
+    assert "connection failed" in stderr
+
+
 def test_a_judge_that_never_answers_usably_exits_1(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -312,6 +326,13 @@ def test_a_judge_that_never_answers_usably_exits_1(
     )
     assert run.status == 1
     assert (run.report["errors"], run.report["total"], run.report["pass_rate"]) == (2, 2, 0.0)
-    assert "every probe ended in error" in run.stderr
+    # it was asked, and answered: the message says so, quotes the reply and hints at no limit
+    asked = len(run.server.requests)
+    assert asked > 0
+    assert (
+        f"every probe ended in error: the judge answered {asked} times, none usable: "
+        '"I cannot help with that."'
+    ) in run.stderr
+    assert "could not be asked" not in run.stderr and "max-tokens" not in run.stderr
     assert "reference sample text_guided_ig/reference" in run.report["probes"][0]["error"]
     assert "err" in run.stdout

@@ -53,8 +53,11 @@ class BatchBackend:
         return f"BatchBackend({self.inner!r})"
 
     async def preflight(self) -> None:
-        """The wrapped backend's check (the server answers and serves the model)."""
+        """The wrapped backend's check (the server answers and serves the model), then the
+        Batch API's: the server has the files and batches endpoints
+        (:meth:`BatchClient.preflight`)."""
         await self.inner.preflight()
+        await self.client.preflight()
 
     def key(self, request: ModelRequest) -> str:
         """The cache key of ``request``, also its ``custom_id`` in a batch file."""

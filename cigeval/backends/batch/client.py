@@ -13,7 +13,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cigeval.errors import BackendError
+from cigeval.errors import BackendError, PreflightError
 
 if TYPE_CHECKING:
     from openai.types import Batch
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _RETRYABLE_STATUS = {408, 409, 429}
+#: The longest each preflight request may take, in seconds (as the chat preflight's).
+PREFLIGHT_TIMEOUT_S = 10.0
 
 
 class BatchClient:
@@ -73,6 +75,47 @@ class BatchClient:
             f"download file {file_id}", lambda: client.files.content(file_id)
         )
         return bytes(content.content)
+
+    async def preflight(self) -> None:
+        """Check the server serves the files and batches endpoints ``--batch`` needs.
+
+        One ``GET`` of each list (``/files``, ``/batches``, one item), no retry. A route the
+        server does not have (HTTP 404, 405, 501) or cannot serve (5xx: e.g. a LiteLLM proxy
+        without its files settings) is a :class:`PreflightError` naming the endpoint; a
+        refused key names the key. A 429 proves the route exists and passes.
+        """
+        import openai
+
+        client = self.backend.sdk_client().with_options(
+            max_retries=0, timeout=min(self.backend.timeout_s, PREFLIGHT_TIMEOUT_S)
+        )
+        checks = (("files", client.files.list), ("batches", client.batches.list))
+        missing: list[str] = []
+        for route, list_first in checks:
+            where = f"GET {self.endpoint}/{route}"
+            try:
+                await list_first(limit=1)
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                if status in (401, 403):
+                    raise PreflightError(
+                        self.backend.redact(
+                            f"{where} refused the API key (HTTP {status}: {_status_detail(exc)}); "
+                            "set OPENAI_API_KEY to a key it accepts"
+                        )
+                    ) from None
+                if status != 429:
+                    missing.append(f"{where} answered HTTP {status} ({_status_detail(exc)})")
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                missing.append(f"{where} failed ({type(exc).__name__}: {exc})")
+        if missing:
+            raise PreflightError(
+                self.backend.redact(
+                    "--batch needs the Batch API's files and batches endpoints: "
+                    f"{'; '.join(missing)}. Leave out --batch to ask the server directly, or "
+                    "point at a server with a Batch API (--no-preflight skips this check)"
+                )
+            )
 
     async def _call(self, what: str, send: Callable[[], Awaitable[T]]) -> T:
         import openai

@@ -24,6 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from cigeval.backends.attempts import AttemptCounter, current_attempt_counter
 from cigeval.backends.batch._executor import CountingExecutor
 from cigeval.backends.batch.lines import LineFailure, read_result_lines
 from cigeval.backends.batch.state import BatchRecord, BatchState
@@ -69,7 +70,11 @@ _SAMPLE: ContextVar[_Activity | None] = ContextVar("cigeval_batch_sample", defau
 
 @dataclass(eq=False)
 class _Item:
-    """One distinct request (by custom_id) and everyone waiting for its reply."""
+    """One distinct request (by custom_id) and everyone waiting for its reply.
+
+    ``counter`` counts each submission of the line for the sample that asked first (the
+    sample's ``http_attempts``; those who joined an identical request sent nothing).
+    """
 
     custom_id: str
     backend: BatchBackend
@@ -77,6 +82,7 @@ class _Item:
     waiters: list[asyncio.Future[ModelResponse]] = field(default_factory=list)
     attempts: int = 0
     batch_id: str | None = None
+    counter: AttemptCounter | None = None
 
 
 class BatchCoordinator:
@@ -213,7 +219,7 @@ class BatchCoordinator:
         if item is not None:
             item.waiters.append(future)
             return future
-        item = _Item(custom_id, backend, line, [future])
+        item = _Item(custom_id, backend, line, [future], counter=current_attempt_counter())
         record = self.state.batch_for(custom_id)
         if record is not None and not (refresh and record.downloaded):
             item.attempts, item.batch_id = 1, record.id
@@ -266,6 +272,8 @@ class BatchCoordinator:
             for chunk in self._split(group):
                 for item in chunk:
                     item.attempts += 1
+                    if item.counter is not None:
+                        item.counter.add()
                     item.batch_id = None
                     self._in_batch[item.custom_id] = item
                 self._start(self._submit(chunk[0].backend, chunk, self._stage))

@@ -1,0 +1,76 @@
+"""The ``cigeval compare`` command: every generator against a baseline, paired per condition."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cigeval.cli._common import EXIT_OK, UsageError
+
+
+def add_compare_subparser(subparsers: Any) -> None:
+    """Register ``compare`` on the ``cigeval`` parser."""
+    p = subparsers.add_parser(
+        "compare",
+        help="which generator is better, and how sure: paired differences against a baseline",
+        description="Compare every generator (the records' 'model' field) with --baseline on "
+        "the conditions both answered: mean paired difference with a bootstrap interval, "
+        "wins/ties/losses, Wilcoxon signed-rank p-value with Holm's correction, per task and "
+        "overall; a Bradley-Terry ranking with three or more generators. Records judged with "
+        "different settings (run fingerprints) are never paired. See docs/comparisons.md.",
+    )
+    p.add_argument("results", type=Path, nargs="+", help="results JSONL file(s) of `evaluate`")
+    p.add_argument("--baseline", required=True, metavar="GEN", help="the generator to beat")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="bootstrap resamples of the conditions (default: %(default)s)",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        help="confidence level of the intervals (default: %(default)s)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    p.add_argument(
+        "--json",
+        type=Path,
+        metavar="FILE",
+        help="also write the result as JSON to FILE ('-': print the JSON instead of the table)",
+    )
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """The ``compare`` command: the table on stdout, JSON on request."""
+    from cigeval.comparisons import compare
+    from cigeval.errors import CigevalError
+
+    missing = [str(path) for path in args.results if not path.is_file()]
+    if missing:
+        raise UsageError(f"results file(s) not found: {', '.join(missing)}")
+    try:
+        result = compare(
+            args.results,
+            args.baseline,
+            n_boot=args.bootstrap,
+            level=args.confidence,
+            seed=args.seed,
+        )
+    except CigevalError as exc:
+        raise UsageError(str(exc)) from None
+    text = json.dumps(result.to_dict(), indent=1)
+    if args.json is not None and str(args.json) == "-":
+        print(text)
+        return EXIT_OK
+    print(result.table())
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(text + "\n", encoding="utf-8")
+        print(f"wrote {args.json}", file=sys.stderr)
+    return EXIT_OK
