@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         evaluate_many,
         evaluate_many_async,
     )
-    from cigeval.hf_datasets import dataset_samples, load_samples_dataset
+    from cigeval.hf_datasets import dataset_samples
     from cigeval.report import report_html, write_report
     from cigeval.results import read_records, to_frame
     from cigeval.rubrics import Rubric, define_rubric, register_rubric
@@ -64,7 +64,6 @@ _PUBLIC: dict[str, str] = {
     "RunResult": "cigeval.runs",
     # inputs and results
     "dataset_samples": "cigeval.hf_datasets",
-    "load_samples_dataset": "cigeval.hf_datasets",
     "Sample": "cigeval.sample",
     "iter_samples_file": "cigeval.sample",
     "Score": "cigeval.score",
@@ -130,7 +129,6 @@ __all__ = [
     "evaluate_many",
     "evaluate_many_async",
     "iter_samples_file",
-    "load_samples_dataset",
     "load_tasks_file",
     "read_records",
     "register_backend",
