@@ -114,6 +114,8 @@ def _compare_only(args: argparse.Namespace) -> int:
 
     if args.model:
         raise UsageError("--compare OLD NEW compares two stored reports; leave out --model")
+    if args.track:
+        raise UsageError("--track logs a probe run; --compare OLD NEW runs nothing to log")
     old, new = (_load(path) for path in args.compare)
     drift = compare_reports(old, new)
     print(render_drift(drift))
