@@ -16,16 +16,14 @@ from cigeval.errors import CigevalError
 from cigeval.training.config import FinetuneConfig
 
 
-def add_finetune_subparser(subparsers: Any) -> None:
-    """Register ``finetune`` on the ``cigeval`` parser."""
-    p = subparsers.add_parser(
-        "finetune",
-        help="fine-tune a vision-language judge (LoRA) on exported trajectories",
-        description="Supervised fine-tuning with TRL and a LoRA adapter, the loss on the "
+def configure_finetune_parser(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``finetune``."""
+    p.description = (
+        "Supervised fine-tuning with TRL and a LoRA adapter, the loss on the "
         "assistant turns only, from the JSONL `cigeval meta export-trajectories` writes. "
         "Writes OUT/adapter, OUT/merged, OUT/finetune.json and OUT/train_log.jsonl; judge "
         "with `--model hf:OUT`. Running the same command again resumes from the last "
-        "checkpoint. Needs: pip install 'cigeval[train]'.",
+        "checkpoint. Needs: pip install 'cigeval[train]'."
     )
     p.add_argument("data", type=Path, metavar="DATA.jsonl", help="training conversations")
     p.add_argument(

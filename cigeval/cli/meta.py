@@ -257,23 +257,15 @@ def _add_export(commands: Any) -> None:
 
 def configure_meta_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``imagenhub``, ``split`` and ``export-trajectories`` commands to a parser."""
+    parser.description = (
+        "Meta-evaluation: agreement of evaluators with the ImagenHub human ratings."
+    )
     commands = parser.add_subparsers(dest="meta_command", metavar="COMMAND", required=True)
     _add_imagenhub(commands)
     _add_split(commands)
     _add_samples(commands)
     _add_export(commands)
     parser.set_defaults(func=run_meta)
-
-
-def add_meta_subparser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``meta`` to the sub-commands of the main parser; ``args.func`` is :func:`run_meta`."""
-    parser = subparsers.add_parser(
-        "meta",
-        help="meta-evaluation against human ratings (ImagenHub)",
-        description="Meta-evaluation: agreement of evaluators with the ImagenHub human ratings.",
-    )
-    configure_meta_parser(parser)
-    return parser
 
 
 def _samples(args: argparse.Namespace) -> dict[str, list[str]] | None:

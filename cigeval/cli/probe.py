@@ -26,21 +26,19 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def add_probe_subparser(subparsers: Any) -> None:
-    """Register ``probe`` and its options on the ``cigeval`` parser."""
+def configure_probe_parser(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``probe``."""
     from cigeval.probes import ProbeSettings, kind_names, probe_tasks
 
-    p = subparsers.add_parser(
-        "probe",
-        help="check that a judge looks at the images (synthetic probes, no human ratings)",
-        description="Draw a probe set of synthetic images with known content for every task, "
+    p.description = (
+        "Draw a probe set of synthetic images with known content for every task, "
         "judge it like `evaluate` does, and report per task and probe kind whether the scores "
         "moved the right way (docs/probes.md). Writes the report to --out, the probe images "
         "to OUT.probe-set/ and the full records to OUT.records.jsonl. With --compare OLD.json "
         "the run asks every sample afresh (no cache) and adds what changed since OLD; "
         "--compare OLD.json NEW.json compares two stored reports without running anything. "
         "Exit status: 0 done, 1 pass rate below --min-pass-rate, every probe in error, or "
-        "drift with --fail-on-drift; 2 usage error.",
+        "drift with --fail-on-drift; 2 usage error."
     )
     p.add_argument(
         "--model",
