@@ -128,4 +128,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
     except CigevalError as exc:  # the results file in use or unwritable, a bad engine setup
         raise UsageError(str(exc)) from None
     print(result.render(), file=sys.stderr)
+    written = sum(result.summary.statuses.values())
+    print(f"wrote {written} record(s) to {args.out}", file=sys.stderr)
     return result.exit_status

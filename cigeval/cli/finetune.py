@@ -94,5 +94,5 @@ def run_finetune(args: argparse.Namespace) -> int:
     except CigevalError as exc:
         print(f"cigeval finetune: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(_summary(result))
+    print(_summary(result), file=sys.stderr)  # what was written: a diagnostic, not data
     return EXIT_OK

@@ -344,7 +344,8 @@ def _run_split(args: argparse.Namespace) -> int:
     counts = {name: sum(len(u) for u in split.subset(name).values()) for name in SUBSETS}
     print(
         f"wrote {args.out}: {counts['train']} train and {counts['test']} test samples "
-        f"(seed {args.seed}, test fraction {args.test_fraction}, stratified by task)"
+        f"(seed {args.seed}, test fraction {args.test_fraction}, stratified by task)",
+        file=sys.stderr,
     )
     return 0
 
@@ -367,7 +368,7 @@ def _run_samples(args: argparse.Namespace) -> int:
             f"no sample has all its images under {args.museum} "
             f"(e.g. {report.first_missing[0]} is missing): is it the ImagenHub image folder?"
         )
-    print(f"wrote {report.written} samples to {args.out}")
+    print(f"wrote {report.written} samples to {args.out}", file=sys.stderr)
     if report.missing_images:
         counts = ", ".join(f"{t} {n}" for t, n in sorted(report.missing_images.items()))
         print(
@@ -409,7 +410,8 @@ def _run_export(args: argparse.Namespace) -> int:
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(report.skipped.items())) or "none"
     print(
         f"wrote {report.conversations} conversations from {report.samples} of "
-        f"{report.records} records to {args.out}; skipped: {skipped}"
+        f"{report.records} records to {args.out}; skipped: {skipped}",
+        file=sys.stderr,
     )
     if report.missing_images:
         shown = report.missing_images[:_MISSING_SHOWN]

@@ -114,6 +114,7 @@ def _compare_only(args: argparse.Namespace) -> int:
     print(render_drift(drift))
     if args.out is not None:
         args.out.write_text(drift.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        print(f"wrote the drift between the two reports to {args.out}", file=sys.stderr)
     return EXIT_SAMPLE_ERRORS if args.fail_on_drift and drift.changed else EXIT_OK
 
 
@@ -136,7 +137,7 @@ def run_probe(args: argparse.Namespace) -> int:
         raise UsageError("--out is required: where to write the probe report")
     old = _load(compare[0]) if compare else None
     settings = build_config(args, ProbeSettings)
-    report = _run(args, settings, bypass_cache=old is not None)
+    report, written = _run(args, settings, bypass_cache=old is not None)
     drift = None
     if old is not None:
         from cigeval.probes import compare_reports
@@ -147,11 +148,11 @@ def run_probe(args: argparse.Namespace) -> int:
         report.save(args.out)
     except OSError as exc:
         raise UsageError(f"cannot write the report to {args.out}: {exc}") from None
-    return _finish(args, report, drift)
+    return _finish(args, report, drift, written)
 
 
-def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> Any:
-    """Build the probe set, judge it, write the records; the report."""
+def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> tuple[Any, int]:
+    """Build the probe set, judge it, write the records; the report and the records written."""
     from tqdm import tqdm
 
     from cigeval.probes import build_probe_set, run_probe_set
@@ -179,8 +180,12 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> Any:
     except OSError as exc:
         raise UsageError(f"cannot write records to {records}: {exc}") from None
 
+    written = 0
+
     def on_score(_: Any, score: Any) -> None:
+        nonlocal written
         writer.write(score)
+        written += 1
         progress.update(1)
 
     async def run() -> Any:
@@ -197,11 +202,12 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> Any:
         finally:
             progress.close()
     report.records = str(records)
-    return report
+    return report, written
 
 
-def _finish(args: argparse.Namespace, report: Any, drift: Any) -> int:
-    """Print the table (and the drift); the exit status."""
+def _finish(args: argparse.Namespace, report: Any, drift: Any, written: int) -> int:
+    """Print the table (and the drift) on stdout, what was written on stderr; the exit
+    status."""
     from cigeval.probes import render_drift, render_table
 
     print(render_table(report))
@@ -209,7 +215,8 @@ def _finish(args: argparse.Namespace, report: Any, drift: Any) -> int:
         print()
         print(render_drift(drift))
     print(
-        f"report: {args.out}; records: {report.records}; probe set: {report.probe_set}",
+        f"wrote the probe report ({report.total} probes) to {args.out}, {written} record(s) "
+        f"to {report.records}; the probe set is in {report.probe_set}",
         file=sys.stderr,
     )
     if report.total == 0:

@@ -96,8 +96,8 @@ def test_readable_table(scores_dir: Path, capsys: pytest.CaptureFixture[str]) ->
 
 def test_split_then_subset(tmp_path: Path, scores_dir: Path, capsys) -> None:
     split = tmp_path / "split.json"
-    status, out, _ = run(["split", "--out", str(split), "--seed", "3"], capsys)
-    assert status == 0 and "test samples" in out and split.exists()
+    status, _, err = run(["split", "--out", str(split), "--seed", "3"], capsys)
+    assert status == 0 and "test samples" in err and split.exists()
     status, out, _ = run(
         [
             "imagenhub",
@@ -167,10 +167,10 @@ def test_export_command(tmp_path: Path, capsys) -> None:
         )
         + "\n"
     )
-    status, out, _ = run(
+    status, out, err = run(
         ["export-trajectories", str(results), "--out", str(tmp_path / "o.jsonl")], capsys
     )
-    assert status == 0 and "wrote 1 conversations from 1 of 1 records" in out
+    assert status == 0 and "wrote 1 conversations from 1 of 1 records" in err and out == ""
 
 
 def test_export_lists_missing_images_and_exits_1(tmp_path: Path, capsys) -> None:
@@ -190,7 +190,8 @@ def test_export_lists_missing_images_and_exits_1(tmp_path: Path, capsys) -> None
     status, out, err = run(
         ["export-trajectories", str(results), "--out", str(tmp_path / "o.jsonl")], capsys
     )
-    assert status == 1 and "wrote 0 conversations" in out and "1 missing image file" in out
+    assert status == 1 and "wrote 0 conversations" in err and "1 missing image file" in err
+    assert out == ""
     assert f"sample old: image {sha[:12]} (output): not listed" in err
     assert (tmp_path / "o.jsonl").read_text() == ""
 
@@ -206,8 +207,8 @@ def test_split_from_a_results_file_of_any_dataset(tmp_path: Path, capsys) -> Non
     results.write_text("".join(json.dumps(r) + "\n" for r in records))
     split_file = tmp_path / "split.json"
     argv = ["split", "--from", str(results), "--out", str(split_file), "--test-fraction", "0.3"]
-    status, out, _ = run(argv, capsys)
-    assert status == 0 and "14 train and 6 test samples" in out
+    status, out, err = run(argv, capsys)
+    assert status == 0 and "14 train and 6 test samples" in err and out == ""
     data = json.loads(split_file.read_text())
     assert data["counts"]["test"] == {"my_task": 3, "text_guided_ig": 3}
     assert set(data["train"]["my_task"]) | set(data["test"]["my_task"]) == {
