@@ -11,6 +11,7 @@ from cigeval.backends.base import Backend
 from cigeval.errors import ParseError
 from cigeval.messages import GenerationSettings, Message, ModelRequest, ModelResponse, Usage
 from cigeval.prompts import render, templates_sha256
+from cigeval.runs.progress import counted_call
 from cigeval.trace import ErrorEvent, ModelCallEvent, Trace
 
 T = TypeVar("T")
@@ -71,7 +72,9 @@ class JudgeSession:
         round: int,
     ) -> tuple[ModelRequest, ModelResponse]:
         request = ModelRequest(tuple(messages), self.settings, self.prompts_sha256)
-        response = await self.backend.complete(request)
+        with counted_call() as count:  # the run's progress bar (cigeval/runs/progress.py)
+            response = await self.backend.complete(request)
+            count(response)
         text = safe_text(response.text)
         if text is not response.text:
             response = ModelResponse(

@@ -157,6 +157,7 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> tuple[A
 
     from cigeval.probes import build_probe_set, run_probe_set
     from cigeval.results import ResultsWriter
+    from cigeval.runs.progress import counting_calls
 
     config = build_config(args, EvalConfig)
     run_config = build_config(args, RunConfig, base={"image_dir": default_image_dir(args.out)})
@@ -198,7 +199,8 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> tuple[A
 
     with writer:
         try:
-            report = asyncio.run(run())
+            with counting_calls(progress):  # model calls and tokens as they happen
+                report = asyncio.run(run())
         finally:
             progress.close()
     report.records = str(records)
