@@ -1,12 +1,13 @@
 """CPU seconds of ``cigeval`` commands that should answer at once: the help pages and ``tasks``.
 
-    python benchmarks/cli_startup.py [--repeats 7]
+    python benchmarks/cli_startup.py [--repeats 7] [--compare /path/to/other/checkout]
 
-Each command runs in a fresh ``python -m cigeval`` process (this checkout's code first on the
-path), ``--repeats`` times, alternating between the commands; the figure is the user plus
-system CPU time of the child process, so other work on the machine changes it less than wall
-time. Printed: min, median and max per command, and the modules a run of each loaded that
-are heavy (numpy, PIL, pandas, scipy, langgraph, ...), which is where start-up time goes.
+Each command runs in a fresh ``python -m cigeval`` process (a checkout's code first on the
+path), ``--repeats`` times, alternating between the commands (and the checkouts, with
+``--compare``); the figure is the user plus system CPU time of the child process, so other
+work on the machine changes it less than wall time. Printed: min, median and max per command,
+and the heavy modules (numpy, PIL, pandas, scipy, langgraph, ...) a run of each loaded, which
+is where start-up time goes.
 """
 
 from __future__ import annotations
@@ -26,20 +27,21 @@ COMMANDS = (["--help"], ["tasks"], ["evaluate", "--help"])
 HEAVY = ("numpy", "PIL", "pandas", "scipy", "langgraph", "openai", "tqdm", "jinja2", "pydantic")
 
 
-def cpu_seconds(argv: list[str]) -> float:
+def cpu_seconds(checkout: Path, argv: list[str]) -> float:
     """User + system CPU seconds of one ``python -m cigeval ARGV`` process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(
         [sys.executable, "-m", "cigeval", *argv],
         check=True,
         stdout=subprocess.DEVNULL,
-        env=_environment(),
+        cwd=checkout,  # ``-m`` puts the working folder first on the path
+        env=_environment(checkout),
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def heavy_modules(argv: list[str]) -> list[str]:
+def heavy_modules(checkout: Path, argv: list[str]) -> list[str]:
     """The modules of :data:`HEAVY` loaded by the time ``cigeval ARGV`` returns."""
     program = (
         "import contextlib, io, sys\nfrom cigeval.cli import main\n"
@@ -52,37 +54,44 @@ def heavy_modules(argv: list[str]) -> list[str]:
         check=True,
         capture_output=True,
         text=True,
-        env=_environment(),
+        cwd=checkout,
+        env=_environment(checkout),
     )
     return done.stdout.split()
 
 
-def _environment() -> dict[str, str]:
+def _environment(checkout: Path) -> dict[str, str]:
     path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)}
+    return {**os.environ, "PYTHONPATH": f"{checkout}{os.pathsep}{path}" if path else str(checkout)}
 
 
 def main() -> None:
-    """Measure every command and print one line per command."""
+    """Measure every command (in each checkout) and print one line per command."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="runs per command")
+    parser.add_argument("--compare", type=Path, help="another checkout, measured alternately")
     args = parser.parse_args()
-    timings: dict[str, list[float]] = {" ".join(c): [] for c in COMMANDS}
-    for argv in COMMANDS:  # warm the file cache and the bytecode once
-        cpu_seconds(argv)
+    checkouts = [ROOT, *([args.compare.resolve()] if args.compare else [])]
+    timings: dict[tuple[Path, str], list[float]] = {}
+    for checkout in checkouts:  # warm the file cache and the bytecode once
+        for argv in COMMANDS:
+            cpu_seconds(checkout, argv)
     for _ in range(args.repeats):
         for argv in COMMANDS:
-            timings[" ".join(argv)].append(cpu_seconds(argv))
+            for checkout in checkouts:
+                seconds = cpu_seconds(checkout, argv)
+                timings.setdefault((checkout, " ".join(argv)), []).append(seconds)
     print(f"CPU seconds per command, {args.repeats} runs each; python {sys.version.split()[0]}")
-    print(f"{'command':24} {'min':>6} {'median':>7} {'max':>6}  heavy modules loaded")
-    for argv in COMMANDS:
-        name = " ".join(argv)
-        runs = timings[name]
-        heavy = " ".join(heavy_modules(argv)) or "-"
-        print(
-            f"cigeval {name:16} {min(runs):6.3f} {statistics.median(runs):7.3f} "
-            f"{max(runs):6.3f}  {heavy}"
-        )
+    for checkout in checkouts:
+        print(f"--- {checkout}")
+        print(f"{'command':24} {'min':>6} {'median':>7} {'max':>6}  heavy modules loaded")
+        for argv in COMMANDS:
+            runs = timings[(checkout, " ".join(argv))]
+            heavy = " ".join(heavy_modules(checkout, argv)) or "-"
+            print(
+                f"cigeval {' '.join(argv):16} {min(runs):6.3f} {statistics.median(runs):7.3f} "
+                f"{max(runs):6.3f}  {heavy}"
+            )
 
 
 if __name__ == "__main__":
