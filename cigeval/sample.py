@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterator
@@ -119,11 +120,17 @@ class Sample(BaseModel):
             return self
         spec = get_task(self.task)
         unknown = [f for f in extra_fields if f not in spec.declared_text_fields]
-        unknown += [f"images.{r}" for r in extra_roles if r not in spec.declared_image_roles]
-        if unknown:
+        unknown_roles = [r for r in extra_roles if r not in spec.declared_image_roles]
+        if unknown or unknown_roles:
+            missing = [f for f in spec.text_fields if not getattr(self, f, None)]
+            provided = self.images.provided()
+            missing += [f"images.{r}" for r in spec.image_roles if r not in provided]
+            known = [*spec.declared_text_fields, *_OTHER_FIELDS]
+            known += [f"images.{r}" for r in spec.declared_image_roles]
             raise ValueError(
-                f"unknown field(s) {', '.join(unknown)} for task {self.task} "
-                "(a task of your own must declare its text fields and image roles)"
+                _unknown_fields_message(
+                    [*unknown, *(f"images.{r}" for r in unknown_roles)], missing, known, self.task
+                )
             )
         not_text = [f for f in extra_fields if not isinstance(getattr(self, f), str | None)]
         if not_text:
@@ -204,6 +211,44 @@ def candidate_problems(sample: Sample) -> list[str]:
     return problems
 
 
+#: Sample fields that are not text conditions, offered as corrections of a misspelling.
+_OTHER_FIELDS = ("id", "task", "images", "candidates", "model", "human", "metadata")
+
+
+def _unknown_fields_message(
+    unknown: list[str], missing: list[str], known: list[str], task: str
+) -> str:
+    """What is wrong with fields a task does not declare: a misspelling of a required field
+    that is now missing is named as that missing field; of another field, as a suggestion."""
+    problems, unexplained = [], []
+    for name in unknown:
+        close = difflib.get_close_matches(name, [*missing, *known], n=1, cutoff=0.75)
+        if close and close[0] in missing:
+            kind = "image" if close[0].startswith("images.") else "field"
+            problems.append(
+                f"missing required {kind} {close[0]!r} (did you mean it instead of {name!r}?)"
+            )
+        elif close:
+            problems.append(f"unknown field {name!r} (did you mean {close[0]!r}?)")
+        else:
+            unexplained.append(name)
+    if unexplained:
+        problems.append(
+            f"unknown field(s) {', '.join(unexplained)} for task {task} "
+            "(a task of your own must declare its text fields and image roles)"
+        )
+    return "; ".join(problems)
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error as a sentence: a validator's own message as it is (it names the
+    field), a type or value error prefixed with where it is."""
+    if error["type"] == "value_error" and "error" in error.get("ctx", {}):
+        return str(error["ctx"]["error"])
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
+
+
 def sample_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> Sample:
     """Validate a raw dict into a :class:`Sample`, with an error that names the sample."""
     sample_id = str(data.get("id")) if isinstance(data, dict) and "id" in data else None
@@ -212,10 +257,7 @@ def sample_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> Samp
     try:
         return Sample.model_validate({**data, "base_dir": base_dir})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'sample'}: {err['msg']}"
-            for err in exc.errors()
-        )
+        problems = "; ".join(_problem(err) for err in exc.errors())
         raise InputError(problems, sample_id=sample_id) from None
 
 

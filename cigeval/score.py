@@ -265,3 +265,69 @@ class Score(BaseModel):
 
     def _repr_html_(self) -> str:
         return self.to_html()
+
+    def summary(self, reasoning: bool = False) -> str:
+        """A few readable lines: the sample, task, status and value, then one line per
+        sub-question (score, tool, how the judging departed from the plan, error);
+        ``reasoning=True`` adds each sub-question's reasoning beneath it. ``str(score)`` and
+        ``repr(score)`` are this summary; the full record is :meth:`to_record`."""
+        return "\n".join(_summary_lines(self, reasoning))
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+
+#: Longest error or note text a summary shows (the record keeps all of it).
+_SHOWN_CHARS = 240
+
+
+def _shorten(text: str) -> str:
+    """``text`` on one line, cut at :data:`_SHOWN_CHARS` with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= _SHOWN_CHARS else line[: _SHOWN_CHARS - 1] + "…"
+
+
+def _summary_lines(score: Score, reasoning: bool) -> list[str]:
+    rubric = "" if score.rubric == "cigeval" else f", rubric {score.rubric}"
+    outcome = f"ok, {score.value:.3g}" if score.ok and score.value is not None else score.status
+    failed = [s for s in score.sub_scores if s.error]
+    if score.error and failed and all(f"{s.question_id}: " in score.error for s in failed):
+        outcome += f" in {len(failed)} sub-question(s)"  # each line below says why
+    elif score.error:
+        outcome += f": {_shorten(score.error)}"
+    lines = [f"Score {score.id!r} ({score.task}{rubric}): {outcome}"]
+    if score.dimensions:
+        shown = ", ".join(
+            f"{name} {'-' if value is None else f'{value:.3g}'}"
+            for name, value in score.dimensions.items()
+        )
+        lines.append(f"  dimensions: {shown}")
+    for sub in score.sub_scores:
+        lines.append(f"  {sub.question_id}: {_sub_score_text(sub)}")
+        if reasoning and sub.reasoning:
+            lines.append(f"      {_shorten(sub.reasoning)}")
+    if score.judge:
+        calls = score.usage.get("calls")
+        tokens = score.usage.get("prompt_tokens", 0) + score.usage.get("completion_tokens", 0)
+        usage = f"; {calls} model call(s)" if calls else ""
+        usage += f", {tokens:,} tokens" if calls and tokens else ""
+        lines.append(f"  judge: {score.judge}{usage}")
+    return lines
+
+
+def _sub_score_text(sub: SubScore) -> str:
+    text = "no score" if sub.score is None else f"{sub.score:g}/{sub.scale[1]:g}"
+    if sub.tool:
+        text += f" via {sub.tool}" + (f" ({sub.tool_query!r})" if sub.tool_query else "")
+    else:
+        text += " without a tool"
+    if sub.degraded:
+        text += f" [degraded: {_shorten(sub.note or 'judged without the planned tool')}]"
+    elif sub.note:
+        text += f" [{_shorten(sub.note)}]"
+    if sub.error:
+        text += f"; error: {_shorten(sub.error)}"
+    return text

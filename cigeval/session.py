@@ -39,6 +39,7 @@ from cigeval.messages import (
     Usage,
 )
 from cigeval.prompts import render, templates_sha256
+from cigeval.runs.progress import counted_call
 from cigeval.trace import ErrorEvent, ModelCallEvent, Trace
 
 T = TypeVar("T")
@@ -215,11 +216,13 @@ class JudgeSession:
         round: int,
     ) -> _Reply:
         request = ModelRequest(tuple(messages), settings, self.prompts_sha256)
-        with counting_http_attempts() as counter:
+        # counted for the record (HTTP attempts) and for the run's progress bar
+        with counting_http_attempts() as counter, counted_call() as count:
             try:
                 response = await self.backend.complete(request)
             finally:
                 self.http_attempts += counter.count
+            count(response)
         text, overlong = response.text, None
         if len(text) > self.max_reply_chars:
             text, overlong = text[: self.max_reply_chars], len(text)

@@ -22,15 +22,8 @@ if [ -z "$MODEL" ]; then
 A real judge needs a model. Set CIGEVAL_MODEL and its credentials, then rerun, e.g.
   CIGEVAL_MODEL=openai:gpt-4o-2024-05-13 OPENAI_API_KEY=sk-... bash scripts/main.sh
   CIGEVAL_MODEL=openai:Qwen/Qwen2.5-VL-7B-Instruct OPENAI_BASE_URL=http://localhost:8000/v1 bash scripts/main.sh
+Extra `cigeval evaluate` arguments go in CIGEVAL_ARGS, e.g. CIGEVAL_ARGS="--tools 'Difference,Scene Graph'".
 MSG
   exit 0
 fi
-echo "== Judging examples/samples.jsonl with $MODEL =="
-status=0
-# exit status 1 means some samples ended in error records: the report still shows them all
-cigeval evaluate examples/samples.jsonl --model "$MODEL" --out runs/examples.jsonl || status=$?
-if [ "$status" -le 1 ]; then
-  echo "== Report: runs/examples.html (open it in a browser; no network needed) =="
-  cigeval report runs/examples.jsonl -o runs/examples.html
-fi
-exit "$status"
+exec bash scripts/judge_examples.sh  # extra `cigeval evaluate` arguments: $CIGEVAL_ARGS

@@ -133,8 +133,9 @@ def test_unreadable_samples_lines_become_their_own_error_records(
     assert "Traceback" not in capsys.readouterr().err
 
     assert main(["validate", str(path), "--json"]) == 1
-    problems = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    *problems, summary = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [p["line"] for p in problems] == [2, 3, 4, 5]
+    assert summary["summary"]["invalid"] == 4
 
 
 def test_a_bad_byte_in_the_results_file_is_moved_aside_and_the_sample_rerun(

@@ -63,3 +63,55 @@ def test_the_public_api_is_curated_and_documented() -> None:
     for name in names:
         assert getattr(cigeval, name).__doc__, f"{name} has no docstring"
     assert sorted(dir(cigeval)) == sorted(cigeval.__all__)
+
+
+#: What building the argument tree must not import: the sub-commands' implementations and
+#: the libraries they need (they load when their command runs).
+SUB_COMMAND_CODE = (
+    "numpy",
+    "PIL",
+    "pandas",
+    "scipy",
+    "langgraph",
+    "pydantic",
+    "cigeval.probes",
+    "cigeval.engines",
+    "cigeval.report",
+    "cigeval.evaluation",
+    "cigeval.cli.evaluate",
+    "cigeval.cli.meta",
+    "cigeval.cli.probe",
+    "cigeval.cli.report",
+    "cigeval.cli.finetune",
+)
+
+
+def _loaded_by_command(argv: list[str]) -> list[str]:
+    """Which of SUB_COMMAND_CODE ``cigeval ARGV`` has imported when it returns."""
+    program = (
+        "import contextlib, io, sys\nfrom cigeval.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    try:\n        main({argv!r})\n    except SystemExit:\n        pass\n"
+        f"print(','.join(m for m in {SUB_COMMAND_CODE!r} if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True
+    )
+    return [m for m in done.stdout.strip().split(",") if m]
+
+
+def test_the_help_and_the_tasks_command_import_no_sub_command() -> None:
+    assert _loaded_by_command(["--help"]) == []
+    assert _loaded_by_command(["--version"]) == []
+    assert _loaded_by_command(["tasks"]) == []
+
+
+def test_a_sub_commands_help_imports_only_that_sub_command() -> None:
+    loaded = _loaded_by_command(["report", "--help"])
+    assert "cigeval.cli.report" in loaded
+    assert not {"cigeval.cli.evaluate", "cigeval.cli.probe", "cigeval.report", "scipy"} & set(
+        loaded
+    )
+    loaded = _loaded_by_command(["evaluate", "--help"])
+    assert "cigeval.cli.evaluate" in loaded
+    assert not {"pandas", "scipy", "langgraph", "cigeval.probes", "cigeval.report"} & set(loaded)

@@ -13,6 +13,7 @@ import functools
 import importlib.util
 import re
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -28,6 +29,19 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SHOWS_IMAGES = {"case_studies.ipynb", "custom_tool_ocr.ipynb", "report_small_run.ipynb"}
 #: Above this a code host may refuse to render a notebook (and a diff becomes unreadable).
 MAX_BYTES = 2 * 1024 * 1024
+#: What a temporary path looks like on Linux, macOS and Windows, and on this machine.
+TEMP_PATH = re.compile(
+    "|".join(
+        [
+            r"/tmp/",
+            r"/var/folders/",
+            r"\\AppData\\Local\\Temp",
+            re.escape(str(Path(tempfile.gettempdir()).resolve())),
+        ]
+    )
+)
+#: Inline images (base64 may spell anything, "/tmp/" included).
+DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
 
 
 @functools.cache
@@ -54,6 +68,29 @@ def _has_image(output: dict) -> bool:
     return "image/png" in data or "image/jpeg" in data or bool(re.search(r"<img\s", html))
 
 
+def _output_text(output: dict) -> str:
+    """The text of one saved output (streams, text and HTML; images left out)."""
+    parts = [output.get("text", ""), output.get("evalue", "")]
+    for mime, value in output.get("data", {}).items():
+        if not mime.startswith("image/"):
+            parts.append("".join(value) if isinstance(value, list) else str(value))
+    text = "".join("".join(p) if isinstance(p, list) else str(p) for p in parts)
+    return DATA_URI.sub("data:...", text)
+
+
+def temporary_paths(notebook: nbformat.NotebookNode) -> list[str]:
+    """Every saved output that shows a temporary path (it changes on every run)."""
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        outputs = cell.outputs if cell.cell_type == "code" else []
+        for text in map(_output_text, outputs):
+            match = TEMP_PATH.search(text)
+            if match:
+                around = text[max(0, match.start() - 40) : match.end() + 40]
+                found.append(f"cell {index + 1}: {match.group(0)!r} in {around!r}")
+    return found
+
+
 def test_the_case_study_notebooks_are_there() -> None:
     names = {path.name for path in NOTEBOOKS}
     assert {"case_studies.ipynb", "custom_tool_ocr.ipynb", "finetune_loop.ipynb"} <= names
@@ -72,6 +109,7 @@ def test_saved_notebook_holds_the_outputs_of_its_code(path: Path) -> None:
     errors = [f"{o.ename}: {o.evalue}" for o in outputs if o.output_type == "error"]
     assert not errors, errors
     assert not any("execution" in cell.metadata for cell in code)  # no timestamps
+    assert temporary_paths(notebook) == []  # nor paths that change on every run
     if path.name in SHOWS_IMAGES:
         assert any(_has_image(output) for output in outputs), f"{path.name} shows no image"
     assert path.stat().st_size < MAX_BYTES
@@ -135,3 +173,19 @@ def test_saving_runs_offline_in_the_notebook_folder_and_is_stable(
     assert runner.main([str(path)]) == 0
     assert "ok.ipynb: ran in" in capsys.readouterr().out
     assert path.read_text() == text  # a second run changes nothing
+
+
+def test_a_temporary_path_in_an_output_is_found(tmp_path: Path) -> None:
+    path = _write(tmp_path / "paths.ipynb", "print('x')", "1")
+    notebook = nbformat.read(path, as_version=4)
+    image = "data:image/png;base64,AAAA/tmp/BBBB"  # base64 that happens to spell it
+    notebook.cells[0].outputs = [nbformat.v4.new_output("stream", text=f"{tmp_path}/a.png\n")]
+    notebook.cells[1].outputs = [
+        nbformat.v4.new_output(
+            "execute_result", data={"text/html": f"<img src='{image}'>", "text/plain": "1"}
+        )
+    ]
+    found = temporary_paths(notebook)
+    assert len(found) == 1 and found[0].startswith("cell 1: ")
+    notebook.cells[0].outputs = [nbformat.v4.new_output("stream", text="report.html 12 kB\n")]
+    assert temporary_paths(notebook) == []

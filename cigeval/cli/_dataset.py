@@ -13,9 +13,7 @@ from cigeval.errors import CigevalError
 
 def add_dataset_flags(parser: argparse.ArgumentParser) -> None:
     """The flags that read samples from a dataset."""
-    group = parser.add_argument_group(
-        "samples from a Hugging Face dataset (docs/datasets.md; instead of SAMPLES.jsonl)"
-    )
+    group = parser.add_argument_group("a Hugging Face dataset instead (docs/datasets.md)")
     group.add_argument(
         "--dataset",
         metavar="NAME_OR_PATH",

@@ -20,7 +20,17 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from cigeval.cli._common import UsageError
+from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.errors import CigevalError
+
+__all__ = [
+    "add_config_flags",
+    "add_tasks_file_flag",  # defined in _tasks_files (no pydantic), kept importable from here
+    "build_config",
+    "config_values",
+    "flag_of",
+    "load_tasks_files",
+]
 
 #: What a flag's value is called in the help, by type.
 _METAVARS: dict[Any, str] = {int: "N", float: "X", Path: "PATH", str: "TEXT"}
@@ -175,26 +185,3 @@ def build_config(
         raise UsageError(problems) from None
     except (ValueError, CigevalError) as exc:
         raise UsageError(str(exc)) from None
-
-
-def add_tasks_file_flag(parser: argparse.ArgumentParser) -> None:
-    """``--tasks-file FILE`` (repeatable): tasks of your own, defined in JSON or YAML."""
-    parser.add_argument(
-        "--tasks-file",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="FILE",
-        help="JSON/YAML file defining tasks of your own (repeatable; see docs/tasks.md)",
-    )
-
-
-def load_tasks_files(args: argparse.Namespace) -> None:
-    """Register the tasks of every ``--tasks-file``; a bad file is a UsageError."""
-    from cigeval.tasks import load_tasks_file
-
-    for path in getattr(args, "tasks_file", []):
-        try:
-            load_tasks_file(path)
-        except CigevalError as exc:
-            raise UsageError(str(exc)) from None

@@ -60,7 +60,7 @@ def log_probe(trackers: list[Tracker], report: Any, report_path: Path) -> None:
             tracker.log_probe(report, report_path, records)
         except Exception as exc:
             print(
-                f"cigeval: logging the probe report to {tracker.name} failed: "
+                f"cigeval probe: warning: logging the probe report to {tracker.name} failed: "
                 f"{type(exc).__name__}: {exc}",
                 file=sys.stderr,
             )

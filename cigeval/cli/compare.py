@@ -6,21 +6,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from cigeval.cli._common import EXIT_OK, UsageError
 
 
-def add_compare_subparser(subparsers: Any) -> None:
-    """Register ``compare`` on the ``cigeval`` parser."""
-    p = subparsers.add_parser(
-        "compare",
-        help="which generator is better, and how sure: paired differences against a baseline",
-        description="Compare every generator (the records' 'model' field) with --baseline on "
+def configure_compare_parser(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``compare``."""
+    p.description = (
+        "Compare every generator (the records' 'model' field) with --baseline on "
         "the conditions both answered: mean paired difference with a bootstrap interval, "
         "wins/ties/losses, Wilcoxon signed-rank p-value with Holm's correction, per task and "
         "overall; a Bradley-Terry ranking with three or more generators. Records judged with "
-        "different settings (run fingerprints) are never paired. See docs/comparisons.md.",
+        "different settings (run fingerprints) are never paired. See docs/comparisons.md."
     )
     p.add_argument("results", type=Path, nargs="+", help="results JSONL file(s) of `evaluate`")
     p.add_argument("--baseline", required=True, metavar="GEN", help="the generator to beat")

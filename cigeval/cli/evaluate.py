@@ -6,31 +6,54 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from cigeval.cli._common import UsageError, make_evaluator
 from cigeval.cli._dataset import add_dataset_flags, samples_source
-from cigeval.cli._flags import add_config_flags, add_tasks_file_flag, build_config, load_tasks_files
+from cigeval.cli._flags import add_config_flags, build_config
+from cigeval.cli._help import split_help
+from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.cli._track import add_track_flags, trackers_from_args
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, PreflightError
-from cigeval.runs import RunOptions, run_samples
+from cigeval.runs.options import RunOptions
+
+#: The flags ``cigeval evaluate --help`` shows; every other flag is listed by ``--help-all``
+#: in its group (cigeval/cli/_help.py), so a new flag shows up there with no change here.
+COMMON_FLAGS = (
+    "--model",
+    "--base-url",
+    "--out",
+    "--dataset",
+    "--rubric",
+    "--tools",
+    "--grounding-checkpoint",
+    "--max-tokens",
+    "--concurrency",
+    "--limit",
+    "--overwrite",
+    "--retry-errors",
+    "--no-preflight",
+    "--quiet",
+    "--plugin",
+)
 
 
-def add_evaluate_subparser(subparsers: Any) -> None:
-    """Register ``evaluate`` and its options on the ``cigeval`` parser."""
-    p = subparsers.add_parser(
-        "evaluate",
-        help="judge every sample of a JSONL file (or of a Hugging Face dataset)",
-        description="Judge every sample of SAMPLES.jsonl (or of --dataset) and append one "
-        "record per sample to --out. Rerunning with the same --out resumes: finished ids are "
-        "skipped. One run at a time per --out (a second one exits with status 2). Before the "
-        "first sample, the judge and the offered tools are checked (--no-preflight skips "
-        "this). Exit status: "
+def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``evaluate``: the common ones, then the config fields' flags."""
+    p.usage = (
+        "cigeval evaluate (SAMPLES.jsonl | --dataset NAME_OR_PATH --columns MAPPING) "
+        "--model MODEL --out RESULTS.jsonl [options]"
+    )
+    p.description = (
+        "Judge every sample of SAMPLES.jsonl (or of a Hugging Face dataset, --dataset) and "
+        "append one record per sample to --out. Rerunning with the same --out resumes: "
+        "finished ids are skipped. One run at a "
+        "time per --out (a second one exits with status 2). Before the first sample, the "
+        "judge and the offered tools are checked (--no-preflight skips this). Exit status: "
         "0 all ok, 1 some samples ended in error (their records are written), 2 usage error, "
         "failed preflight or --out in use, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); "
-        "after 130 or 143, rerun the same command to finish.",
+        "after 130 or 143, rerun the same command to finish."
     )
     p.add_argument(
         "samples",
@@ -42,9 +65,8 @@ def add_evaluate_subparser(subparsers: Any) -> None:
         "--model",
         action="append",
         required=True,
-        help="judge model: openai:<name>[@URL], anthropic:<name>, gemini:<name>, "
-        "azure:<deployment>, litellm:<provider>/<name> (each also with @URL; docs/judges.md), "
-        "hf:<name or path>; repeat for an ensemble",
+        help="judge model: openai:, anthropic:, gemini:, azure:, litellm: or hf: spec "
+        "(docs/judges.md); repeat for an ensemble",
     )
     p.add_argument(
         "--base-url", help="the judge's server URL, as '@URL' in --model (else $OPENAI_BASE_URL)"
@@ -61,6 +83,7 @@ def add_evaluate_subparser(subparsers: Any) -> None:
     r.add_argument("--price-table", type=Path, help="JSON: model -> USD per 1M prompt/completion")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     add_track_flags(p)
+    split_help(p, COMMON_FLAGS)  # keep last: flags added after it would show in --help
 
 
 def build_configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, EnsembleConfig]:
@@ -92,6 +115,7 @@ def default_batch_state(out: Path) -> Path:
 def run_evaluate(args: argparse.Namespace) -> int:
     """The ``evaluate`` command."""
     from cigeval.results import load_price_table
+    from cigeval.runs.run import run_samples
 
     load_tasks_files(args)
     samples = samples_source(args)
@@ -122,4 +146,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
     except CigevalError as exc:  # the results file in use or unwritable, a bad engine setup
         raise UsageError(str(exc)) from None
     print(result.render(), file=sys.stderr)
+    written = sum(result.summary.statuses.values())
+    print(f"wrote {written} record(s) to {args.out}", file=sys.stderr)
     return result.exit_status

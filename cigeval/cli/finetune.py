@@ -17,19 +17,16 @@ from cigeval.errors import CigevalError
 from cigeval.training.config import FinetuneConfig
 
 
-def add_finetune_subparser(subparsers: Any) -> None:
-    """Register ``finetune`` on the ``cigeval`` parser."""
-    p = subparsers.add_parser(
-        "finetune",
-        help="fine-tune a vision-language judge on exported trajectories (LoRA, or the paper's "
-        "full fine-tuning)",
-        description="Supervised fine-tuning with TRL, the loss on the assistant turns only, "
+def configure_finetune_parser(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``finetune``."""
+    p.description = (
+        "Supervised fine-tuning with TRL, the loss on the assistant turns only, "
         "from the JSONL `cigeval meta export-trajectories` writes. By default a LoRA adapter "
         "for one small GPU (OUT/adapter, OUT/merged); --recipe paper trains every weight as "
         "the paper did (effective batch 128, lr 1e-5, cosine, warm-up 0.03, sequences capped "
         "at 32768 tokens; OUT/model). Also writes OUT/finetune.json and OUT/train_log.jsonl; "
         "judge with `--model hf:OUT`. Running the same command again resumes from the last "
-        "checkpoint. Needs: pip install 'cigeval[train]'.",
+        "checkpoint. Needs: pip install 'cigeval[train]'."
     )
     p.add_argument("data", type=Path, metavar="DATA.jsonl", help="training conversations")
     p.add_argument(
@@ -105,5 +102,5 @@ def run_finetune(args: argparse.Namespace) -> int:
     except CigevalError as exc:
         print(f"cigeval finetune: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(_summary(result))
+    print(_summary(result), file=sys.stderr)  # what was written: a diagnostic, not data
     return EXIT_OK

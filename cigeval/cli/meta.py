@@ -147,21 +147,14 @@ def _add_export(commands: Any) -> None:
 
 def configure_meta_parser(parser: argparse.ArgumentParser) -> None:
     """Add the meta sub-commands (:data:`_COMMANDS`) to a parser."""
+    parser.description = (
+        "Meta-evaluation: agreement of evaluators with human ratings (ImagenHub) and with "
+        "human preferences (GenAI-Bench, EditReward-Bench, MMRB2)."
+    )
     commands = parser.add_subparsers(dest="meta_command", metavar="COMMAND", required=True)
     for add, _ in _COMMANDS.values():
         add(commands)
     parser.set_defaults(func=run_meta)
-
-
-def add_meta_subparser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``meta`` to the sub-commands of the main parser; ``args.func`` is :func:`run_meta`."""
-    parser = subparsers.add_parser(
-        "meta",
-        help="meta-evaluation against human ratings (ImagenHub)",
-        description="Meta-evaluation: agreement of evaluators with the ImagenHub human ratings.",
-    )
-    configure_meta_parser(parser)
-    return parser
 
 
 def _run_split(args: argparse.Namespace) -> int:

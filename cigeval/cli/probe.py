@@ -27,21 +27,19 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def add_probe_subparser(subparsers: Any) -> None:
-    """Register ``probe`` and its options on the ``cigeval`` parser."""
+def configure_probe_parser(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``probe``."""
     from cigeval.probes import ProbeSettings, kind_names, probe_tasks
 
-    p = subparsers.add_parser(
-        "probe",
-        help="check that a judge looks at the images (synthetic probes, no human ratings)",
-        description="Draw a probe set of synthetic images with known content for every task, "
+    p.description = (
+        "Draw a probe set of synthetic images with known content for every task, "
         "judge it like `evaluate` does, and report per task and probe kind whether the scores "
         "moved the right way (docs/probes.md). Writes the report to --out, the probe images "
         "to OUT.probe-set/ and the full records to OUT.records.jsonl. With --compare OLD.json "
         "the run asks every sample afresh (no cache) and adds what changed since OLD; "
         "--compare OLD.json NEW.json compares two stored reports without running anything. "
         "Exit status: 0 done, 1 pass rate below --min-pass-rate, every probe in error, or "
-        "drift with --fail-on-drift; 2 usage error.",
+        "drift with --fail-on-drift; 2 usage error."
     )
     p.add_argument(
         "--model",
@@ -121,6 +119,7 @@ def _compare_only(args: argparse.Namespace) -> int:
     print(render_drift(drift))
     if args.out is not None:
         args.out.write_text(drift.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        print(f"wrote the drift between the two reports to {args.out}", file=sys.stderr)
     return EXIT_SAMPLE_ERRORS if args.fail_on_drift and drift.changed else EXIT_OK
 
 
@@ -144,7 +143,7 @@ def run_probe(args: argparse.Namespace) -> int:
     old = _load(compare[0]) if compare else None
     settings = build_config(args, ProbeSettings)
     trackers = trackers_from_args(args)
-    report, answers = _run(args, settings, bypass_cache=old is not None)
+    report, answers, written = _run(args, settings, bypass_cache=old is not None)
     drift = None
     if old is not None:
         from cigeval.probes import compare_reports
@@ -156,17 +155,18 @@ def run_probe(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write the report to {args.out}: {exc}") from None
     log_probe(trackers, report, args.out)
-    return _finish(args, report, drift, answers)
+    return _finish(args, report, drift, answers, written)
 
 
-def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> tuple[Any, Any]:
-    """Build the probe set, judge it, write the records; the report and a tally of what the
-    judge answered in the samples that failed."""
+def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> tuple[Any, Any, int]:
+    """Build the probe set, judge it, write the records; the report, a tally of what the
+    judge answered in the samples that failed, and the records written."""
     from tqdm import tqdm
 
     from cigeval.probes import build_probe_set, run_probe_set
     from cigeval.probes.answers import JudgeAnswers
     from cigeval.results import ResultsWriter
+    from cigeval.runs.progress import counting_calls
 
     config = build_config(args, EvalConfig)
     run_config = build_config(args, RunConfig, base={"image_dir": default_image_dir(args.out)})
@@ -191,10 +191,13 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> tuple[A
         raise UsageError(f"cannot write records to {records}: {exc}") from None
 
     answers = JudgeAnswers()
+    written = 0
 
     def on_score(_: Any, score: Any) -> None:
+        nonlocal written
         writer.write(score)
         answers.add(score)
+        written += 1
         progress.update(1)
 
     async def run() -> Any:
@@ -207,15 +210,17 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> tuple[A
 
     with writer:
         try:
-            report = asyncio.run(run())
+            with counting_calls(progress):  # model calls and tokens as they happen
+                report = asyncio.run(run())
         finally:
             progress.close()
     report.records = str(records)
-    return report, answers
+    return report, answers, written
 
 
-def _finish(args: argparse.Namespace, report: Any, drift: Any, answers: Any) -> int:
-    """Print the table (and the drift); the exit status."""
+def _finish(args: argparse.Namespace, report: Any, drift: Any, answers: Any, written: int) -> int:
+    """Print the table (and the drift) on stdout, what was written on stderr; the exit
+    status."""
     from cigeval.probes import render_drift, render_table
 
     print(render_table(report))
@@ -223,7 +228,8 @@ def _finish(args: argparse.Namespace, report: Any, drift: Any, answers: Any) -> 
         print()
         print(render_drift(drift))
     print(
-        f"report: {args.out}; records: {report.records}; probe set: {report.probe_set}",
+        f"wrote the probe report ({report.total} probes) to {args.out}, {written} record(s) "
+        f"to {report.records}; the probe set is in {report.probe_set}",
         file=sys.stderr,
     )
     if report.total == 0:

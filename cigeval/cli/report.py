@@ -6,22 +6,19 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from cigeval.cli._common import EXIT_OK, UsageError
 
 
-def add_report_subparser(subparsers: Any) -> None:
-    """Register ``report`` on the ``cigeval`` parser."""
-    p = subparsers.add_parser(
-        "report",
-        help="write one self-contained HTML page: leaderboard, plots, provenance, sample cards",
-        description="Read results files (one per judge; samples matched by id) and write one "
+def configure_report_parser(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``report``."""
+    p.description = (
+        "Read results files (one per judge; samples matched by id) and write one "
         "HTML page that opens from disk with no network: a leaderboard per generator and task "
         "with bootstrap intervals, the correlation with human ratings when records carry "
         "them, the agreement between judges, score plots, the run's provenance, and one "
         "card per sample, filterable and sortable. Unreadable lines and missing images are "
-        "listed in the page. See docs/report.md.",
+        "listed in the page. See docs/report.md."
     )
     p.add_argument("results", type=Path, nargs="+", help="results JSONL file(s) of `evaluate`")
     p.add_argument("-o", "--out", type=Path, required=True, help="the HTML file to write")

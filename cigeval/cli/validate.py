@@ -4,25 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from cigeval.cli._common import EXIT_OK, EXIT_SAMPLE_ERRORS, UsageError
-from cigeval.cli._flags import add_tasks_file_flag, load_tasks_files
+from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.config import EvalConfig
 from cigeval.errors import CigevalError
 
 
-def add_validate_subparser(subparsers: Any) -> None:
-    """Register ``validate`` on the ``cigeval`` parser."""
-    p = subparsers.add_parser(
-        "validate",
-        help="check every sample (fields, task, images) without calling a model",
-        description="Read SAMPLES.jsonl as `evaluate` would, check each sample's task, fields "
-        "and images for the chosen rubric, and report every problem. Exit status 0 when all "
-        "samples are valid, 1 when some are not, 2 for usage errors.",
+def configure_validate_parser(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``validate``."""
+    p.description = (
+        "Read SAMPLES.jsonl as `evaluate` would, check each sample's task, fields and images "
+        "for the chosen rubric, and print the report on stdout: one line per invalid sample "
+        "(line number, id, every problem), then a count. Exit status 0 when all samples are "
+        "valid, 1 when some are not, 2 for usage errors."
     )
     p.add_argument("samples", type=Path, help="samples JSONL (image paths relative to it)")
     p.add_argument(
@@ -30,7 +28,12 @@ def add_validate_subparser(subparsers: Any) -> None:
         default=EvalConfig.model_fields["rubric"].default,
         help="rubric whose needs are checked (default: %(default)s)",
     )
-    p.add_argument("--json", action="store_true", help="one JSON object per invalid sample")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object per invalid sample ({"line", "id", "error"}), then '
+        '{"summary": {"valid", "invalid", "tasks"}}',
+    )
     add_tasks_file_flag(p)
 
 
@@ -48,8 +51,13 @@ def check_line(line: Any, rubric: Any) -> str | None:
     return None
 
 
+def _without_line_prefix(problem: str, line_number: int) -> str:
+    """The problem text without a leading ``line N:`` (the report adds it once)."""
+    return problem.removeprefix(f"line {line_number}: ")
+
+
 def run_validate(args: argparse.Namespace) -> int:
-    """The ``validate`` command."""
+    """The ``validate`` command: the report on stdout, the exit status by its outcome."""
     from cigeval.rubrics import get_rubric
     from cigeval.sample import iter_samples_file
 
@@ -73,14 +81,18 @@ def run_validate(args: argparse.Namespace) -> int:
             tasks[line.sample.task if line.sample else "?"] += 1
             continue
         counts["invalid"] += 1
+        problem = _without_line_prefix(problem, line.line_number)
         if args.json:
             print(json.dumps({"line": line.line_number, "id": line.sample_id, "error": problem}))
         else:
             print(f"line {line.line_number}: {problem}")
-    per_task = ", ".join(f"{task} {n}" for task, n in sorted(tasks.items()))
-    print(
-        f"{counts['valid']} valid, {counts['invalid']} invalid sample(s)"
-        + (f" ({per_task})" if per_task else ""),
-        file=sys.stderr,
-    )
+    if args.json:
+        summary = {"valid": counts["valid"], "invalid": counts["invalid"], "tasks": dict(tasks)}
+        print(json.dumps({"summary": summary}))
+    else:
+        per_task = ", ".join(f"{task} {n}" for task, n in sorted(tasks.items()))
+        print(
+            f"{counts['valid']} valid, {counts['invalid']} invalid sample(s)"
+            + (f" ({per_task})" if per_task else "")
+        )
     return EXIT_OK if counts["invalid"] == 0 else EXIT_SAMPLE_ERRORS

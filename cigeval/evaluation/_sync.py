@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Awaitable
 from typing import Any, TypeVar
@@ -17,10 +18,11 @@ def run_sync(awaitable: Awaitable[T]) -> T:
     except RuntimeError:
         return asyncio.run(awaitable)  # type: ignore[arg-type]
     box: dict[str, Any] = {}
+    context = contextvars.copy_context()  # e.g. the run's call counter (runs/progress.py)
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(awaitable)  # type: ignore[arg-type]
+            box["value"] = context.run(asyncio.run, awaitable)  # type: ignore[arg-type]
         except BaseException as exc:
             box["error"] = exc
 

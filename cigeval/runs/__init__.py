@@ -11,9 +11,11 @@ status, and the end-of-run callbacks (:data:`RunCallback`) that experiment track
 - :mod:`cigeval.runs.status`: the exit statuses (docs/exit-statuses.md).
 """
 
-from cigeval.runs.options import RunOptions
-from cigeval.runs.result import RunCallback, RunResult
-from cigeval.runs.run import Samples, run_samples
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from cigeval.runs.status import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -21,6 +23,21 @@ from cigeval.runs.status import (
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
+
+if TYPE_CHECKING:
+    from cigeval.runs.options import RunOptions
+    from cigeval.runs.result import RunCallback, RunResult
+    from cigeval.runs.run import Samples, run_samples
+
+#: Public name -> its module, imported on first use: ``cigeval.runs.status`` (and the command
+#: line, which needs only the exit statuses) must not pull in the evaluator and the engines.
+_LAZY = {
+    "RunOptions": "cigeval.runs.options",
+    "RunCallback": "cigeval.runs.result",
+    "RunResult": "cigeval.runs.result",
+    "Samples": "cigeval.runs.run",
+    "run_samples": "cigeval.runs.run",
+}
 
 __all__ = [
     "EXIT_INTERRUPTED",
@@ -34,3 +51,16 @@ __all__ = [
     "Samples",
     "run_samples",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

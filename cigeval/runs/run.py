@@ -24,6 +24,7 @@ from cigeval.runs.local import LocalEngine
 from cigeval.runs.on_ray import RayEngine
 from cigeval.runs.options import RunOptions
 from cigeval.runs.pending import PendingCounts, expected_total, pending_samples
+from cigeval.runs.progress import counting_calls
 from cigeval.runs.result import RunCallback, RunResult
 from cigeval.runs.signals import Stop
 from cigeval.sample import iter_samples_file
@@ -133,7 +134,8 @@ def _judge(
             return True
 
         try:
-            runner.judge(pending, writer.retrying, accept, stop)
+            with counting_calls(progress):  # model calls and tokens as they happen
+                runner.judge(pending, writer.retrying, accept, stop)
         finally:
             progress.close()
         summary.skipped = counts.skipped

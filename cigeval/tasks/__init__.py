@@ -5,11 +5,17 @@ The seven tasks of the paper are built in; add your own with :func:`register_tas
 the command line), or from a plugin package's ``cigeval.tasks`` entry point.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from cigeval.tasks import builtin as _builtin  # noqa: F401  (registers the built-ins)
-from cigeval.tasks.files import load_tasks_file, read_tasks_file
 from cigeval.tasks.ids import IMAGENHUB_TASK_NAMES, PAPER_TASK_ORDER, TASK_IDS, TaskId
 from cigeval.tasks.registry import get_task, register_task, task_names
 from cigeval.tasks.spec import SubQuestion, TaskSpec
+
+if TYPE_CHECKING:
+    from cigeval.tasks.files import load_tasks_file, read_tasks_file
 
 __all__ = [
     "IMAGENHUB_TASK_NAMES",
@@ -24,3 +30,12 @@ __all__ = [
     "register_task",
     "task_names",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The task-file reader (pydantic) loads on first use, so listing tasks starts fast.
+    if name in ("load_tasks_file", "read_tasks_file"):
+        from cigeval.tasks import files
+
+        return getattr(files, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

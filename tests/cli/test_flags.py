@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -18,9 +20,11 @@ from tests.samples_factory import seven_task_samples, write_jsonl
 
 
 def _evaluate_help() -> str:
-    parser = build_parser()
-    action = next(a for a in parser._subparsers._actions if a.choices)  # type: ignore[union-attr]
-    return action.choices["evaluate"].format_help()  # type: ignore[index]
+    """``cigeval evaluate --help-all``: every flag, grouped."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.raises(SystemExit):
+        build_parser().parse_args(["evaluate", "--help-all"])
+    return printed.getvalue()
 
 
 @pytest.mark.parametrize("model", [EvalConfig, RunConfig, EnsembleConfig])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import runpy
 import sys
@@ -10,16 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from cigeval.cli.meta import add_meta_subparser, run_meta
+from cigeval.cli import build_parser
+from cigeval.cli.meta import run_meta
 from cigeval.tasks.ids import PAPER_TASK_ORDER
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """Parse like the main ``cigeval`` parser does and run; (exit status, stdout, stderr)."""
-    parser = argparse.ArgumentParser(prog="cigeval")
-    add_meta_subparser(parser.add_subparsers(dest="command"))
     try:
-        status = run_meta(parser.parse_args(["meta", *argv]))
+        status = run_meta(build_parser().parse_args(["meta", *argv]))
     except SystemExit as exc:  # argparse usage errors
         status = int(exc.code or 0)
     captured = capsys.readouterr()
@@ -210,8 +208,8 @@ def test_split_from_a_results_file_of_any_dataset(tmp_path: Path, capsys) -> Non
     results.write_text("".join(json.dumps(r) + "\n" for r in records))
     split_file = tmp_path / "split.json"
     argv = ["split", "--from", str(results), "--out", str(split_file), "--test-fraction", "0.3"]
-    status, _, err = run(argv, capsys)
-    assert status == 0 and "14 train and 6 test samples" in err
+    status, out, err = run(argv, capsys)
+    assert status == 0 and "14 train and 6 test samples" in err and out == ""
     data = json.loads(split_file.read_text())
     assert data["counts"]["test"] == {"my_task": 3, "text_guided_ig": 3}
     assert set(data["train"]["my_task"]) | set(data["test"]["my_task"]) == {

@@ -207,7 +207,9 @@ def test_samples_to_evaluate_to_meta(tmp_path: Path, monkeypatch, capsys):
     )
     written = [json.loads(line) for line in samples.read_text().splitlines()]
     assert {s["id"] for s in written} == set(made)
-    assert f"left out {154 * 3 - len(made)} samples" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert f"left out {154 * 3 - len(made)} samples" in err
+    assert f"wrote {len(made)} samples to {samples}" in err and out == ""  # docs/cli.md
     with FakeOpenAIServer(brightness_judge()) as server:
         status = main(
             [

@@ -161,8 +161,9 @@ def test_compare_two_stored_reports(
     drift_file = workdir / "drift.json"
     compare = ["--compare", str(seeing_run.out), str(blind)]
     status = main(["probe", *compare, "--out", str(drift_file), "--fail-on-drift"])
-    printed = capsys.readouterr().out
+    printed, diagnostics = capsys.readouterr()
     assert status == 1
+    assert diagnostics == f"wrote the drift between the two reports to {drift_file}\n"
     drift = json.loads(drift_file.read_text())
     assert drift["changed"] is True
     assert drift["pass_rate"] == {"old": 1.0, "new": 21 / 48}
@@ -336,3 +337,16 @@ def test_a_judge_that_never_answers_usably_exits_1(
     assert "could not be asked" not in run.stderr and "max-tokens" not in run.stderr
     assert "reference sample text_guided_ig/reference" in run.report["probes"][0]["error"]
     assert "err" in run.stdout
+
+
+def test_the_table_goes_to_stdout_and_what_was_written_to_stderr(seeing_run: Run) -> None:
+    out = seeing_run.out
+    assert seeing_run.stdout.startswith("Probes of judge openai:judge (rubric cigeval): ")
+    total = seeing_run.report["total"]
+    records = out.with_name(out.stem + ".records.jsonl")
+    written = len(records.read_text().splitlines())
+    assert (
+        f"wrote the probe report ({total} probes) to {out}, {written} record(s) to {records}; "
+        f"the probe set is in {out.with_name(out.stem + '.probe-set')}"
+    ) in seeing_run.stderr
+    assert "Probes of judge" not in seeing_run.stderr

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import re
 from pathlib import Path
@@ -32,10 +34,22 @@ def trained(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("finetune")
     data = write_data(folder / "data", 4)
     out = folder / "out"
-    assert (
-        main(["finetune", str(data), "--base", f"hf:{tiny_model}", "--out", str(out), *FAST]) == 0
-    )
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        argv = ["finetune", str(data), "--base", f"hf:{tiny_model}", "--out", str(out), *FAST]
+        assert main(argv) == 0
+    PRINTED.update(stdout=stdout.getvalue(), stderr=stderr.getvalue())
     return out
+
+
+#: What the shared training run printed, by stream.
+PRINTED: dict[str, str] = {}
+
+
+def test_the_summary_of_what_was_written_goes_to_stderr(trained: Path) -> None:
+    assert PRINTED["stdout"] == ""  # docs/cli.md: nothing but data on stdout
+    assert f"adapter: {trained / 'adapter'}" in PRINTED["stderr"]
+    assert f"judge with: cigeval evaluate SAMPLES.jsonl --model hf:{trained}" in PRINTED["stderr"]
 
 
 def test_the_run_writes_adapter_merged_model_config_and_log(
