@@ -6,6 +6,7 @@ import base64
 import hashlib
 import io
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ MAX_FILE_BYTES = 512 * 1024 * 1024
 
 
 def load_image(
-    image: str | Path | Image.Image,
+    image: str | Path | Image.Image | bytes,
     *,
     role: str,
     sample_id: str | None = None,
@@ -33,14 +34,25 @@ def load_image(
 ) -> Image.Image:
     """Open ``image`` as an 8-bit RGB PIL image, or raise :class:`InputError` naming the problem.
 
-    Handles EXIF rotation, palette, alpha (composited on white), 16-bit and float modes.
-    A file is checked before it is read whole: its size (at most ``max_bytes``), then its
-    header (an image format Pillow reads, at most ``max_pixels`` pixels).
+    ``image`` is a path, a PIL image, or the bytes of an image file (as a Hugging Face
+    dataset stores them). Handles EXIF rotation, palette, alpha (composited on white), 16-bit
+    and float modes. A file is checked before it is read whole: its size (at most
+    ``max_bytes``), then its header (an image format Pillow reads, at most ``max_pixels``
+    pixels). An RGB PNG or JPEG file, or such bytes, keeps its bytes to be sent unchanged.
     ``mask=True`` reads an edit mask instead: see :func:`mask_to_rgb` for its alpha channel.
     """
     convert = mask_to_rgb if mask else to_rgb
     if isinstance(image, Image.Image):
         return _check_size(convert(image), role, sample_id, max_pixels)
+    if isinstance(image, bytes | bytearray):
+        data = bytes(image)
+        where = f"({len(data)} bytes given in memory)"
+        if not data:
+            raise InputError(f"{role} image is empty (zero bytes given)", sample_id)
+        if len(data) > max_bytes:
+            message = f"{role} image is too large {where}, limit {max_bytes} bytes"
+            raise InputError(message, sample_id)
+        return _decode(data, where, None, role, sample_id, max_pixels, convert)
     path = Path(image)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
@@ -61,47 +73,73 @@ def load_image(
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             # The header first (Pillow reads only what it needs), then the whole file.
             with Image.open(path) as header:
-                _check_header(header.size, role, sample_id, max_pixels, path)
+                _check_header(header.size, role, sample_id, max_pixels, str(path))
             data = path.read_bytes()
+    except InputError:
+        raise
+    except Exception as exc:
+        raise _refused(exc, role, str(path), sample_id) from None
+    return _decode(data, str(path), str(path.resolve()), role, sample_id, max_pixels, convert)
+
+
+def _decode(
+    data: bytes,
+    where: str,
+    source: str | None,
+    role: str,
+    sample_id: str | None,
+    max_pixels: int,
+    convert: Callable[[Image.Image], Image.Image],
+) -> Image.Image:
+    """Decode the bytes of an image file (``source``: the file they were read from, if any)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data)) as opened:
-                _check_header(opened.size, role, sample_id, max_pixels, path)
+                _check_header(opened.size, role, sample_id, max_pixels, where)
                 opened.load()
                 file_format, original_mode = opened.format, opened.mode
                 rotated = opened.getexif().get(_EXIF_ORIENTATION, 1) != 1
                 loaded = ImageOps.exif_transpose(opened)
     except InputError:
         raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        message = f"{role} image refused as a decompression bomb: {path} ({exc})"
-        raise InputError(message, sample_id) from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        message = f"{role} image is corrupt or not an image: {path} ({exc})"
-        raise InputError(message, sample_id) from None
+    except Exception as exc:
+        raise _refused(exc, role, where, sample_id) from None
     rgb = convert(loaded)
     mime = _PASSTHROUGH_MIME.get(file_format or "")
     if mime is not None and original_mode == "RGB" and not rotated:
         # The file already is what a model accepts: send its bytes instead of re-encoding.
         # Tagged with the pixel store's identity: a copy (which would keep ``info``) does not
         # match, so an edited copy is never sent as the original file.
-        rgb.info[RAW_BYTES_KEY] = (data, mime, id(rgb.im), str(path.resolve()))
+        rgb.info[RAW_BYTES_KEY] = (data, mime, id(rgb.im), source)
     return rgb
 
 
-#: Key in ``Image.info`` holding (file bytes, mime, pixel store id, file path) of an image
-#: that can be sent unchanged.
+def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Exception:
+    """The InputError for an image Pillow could not or would not read (other errors as is)."""
+    if isinstance(exc, Image.DecompressionBombError | Image.DecompressionBombWarning):
+        message = f"{role} image refused as a decompression bomb: {where} ({exc})"
+        return InputError(message, sample_id)
+    if isinstance(exc, UnidentifiedImageError | OSError | SyntaxError | ValueError):
+        return InputError(f"{role} image is corrupt or not an image: {where} ({exc})", sample_id)
+    return exc
+
+
+#: Key in ``Image.info`` holding (file bytes, mime, pixel store id, file path or None) of an
+#: image that can be sent unchanged.
 RAW_BYTES_KEY = "cigeval_raw_bytes"
 _PASSTHROUGH_MIME = {"PNG": "image/png", "JPEG": "image/jpeg"}
 _EXIF_ORIENTATION = 0x0112
 
 
 def _check_header(
-    size: tuple[int, int], role: str, sample_id: str | None, max_pixels: int, path: Path
+    size: tuple[int, int], role: str, sample_id: str | None, max_pixels: int, where: str
 ) -> None:
     width, height = size
     if width * height > max_pixels:
         raise InputError(
             f"{role} image is too large ({width}x{height} pixels, limit {max_pixels} pixels): "
-            f"{path}",
+            f"{where}",
             sample_id,
         )
 

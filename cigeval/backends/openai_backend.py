@@ -19,15 +19,15 @@ import weakref
 from collections.abc import Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 import openai
 from openai.types.chat import ChatCompletion
 
+from cigeval.backends._spec import call_settings, endpoint_url, model_and_urls, public_url
 from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
-from cigeval.backends.registry import ACCEPTED_FORMS
 from cigeval.config import RunConfig
 from cigeval.errors import BackendError, ConfigError, PreflightError
 from cigeval.messages import (
@@ -82,7 +82,19 @@ class OpenAIBackend:
     ``max_in_flight`` caps concurrent calls; ``rate_limiter`` spaces them. ``max_tokens_param``
     names the field for the reply length: OpenAI wants ``max_completion_tokens``, most other
     servers ``max_tokens`` (the default picks by endpoint).
+
+    Providers that speak this API under another name (``gemini:``, ``azure:``) subclass it:
+    ``provider`` prefixes the identity, ``key_variable`` is the environment variable named
+    when a key is refused, ``batch_api`` says whether ``--batch`` may send its calls through
+    the OpenAI Batch API, and :meth:`_new_client` builds the SDK client.
     """
+
+    #: The prefix of the model spec and of :attr:`identity`.
+    provider = "openai"
+    #: The environment variable holding the key, named in errors about it.
+    key_variable = "OPENAI_API_KEY"
+    #: Whether ``--batch`` may send this backend's calls through the OpenAI Batch API.
+    batch_api = True
 
     def __init__(
         self,
@@ -142,7 +154,7 @@ class OpenAIBackend:
     @property
     def identity(self) -> str:
         """``openai:<model>`` (the URL and key are not part of it)."""
-        return f"openai:{self.model}"
+        return f"{self.provider}:{self.model}"
 
     @property
     def endpoint(self) -> str:
@@ -165,15 +177,14 @@ class OpenAIBackend:
             pool = clients[index]
             if shard >= len(pool):
                 shard = len(pool)
-                pool.append(
-                    openai.AsyncOpenAI(
-                        api_key=self._key.value,
-                        base_url=self.base_urls[index],
-                        timeout=self.timeout_s,
-                        max_retries=0,
-                    )
-                )
+                pool.append(self._new_client(self.base_urls[index]))
             return pool[shard]
+
+    def _new_client(self, url: str | None) -> openai.AsyncOpenAI:
+        """An SDK client for one server (it never retries: :meth:`complete` does)."""
+        return openai.AsyncOpenAI(
+            api_key=self._key.value, base_url=url, timeout=self.timeout_s, max_retries=0
+        )
 
     def sdk_client(self) -> openai.AsyncOpenAI:
         """An SDK client for the first server of the spec, bound to the running event loop
@@ -305,8 +316,8 @@ class OpenAIBackend:
                     if names and self.model not in names:
                         raise PreflightError(
                             f"the server at {where} does not serve the model {self.model!r}; "
-                            f"it serves: {', '.join(sorted(names)[:20])}. Name one of them "
-                            "after 'openai:' in --model"
+                            f"it serves: {', '.join(_listed(names)[:20])}. Name one of them "
+                            f"after '{self.provider}:' in --model"
                         )
                     return
             elif listed.status_code in (401, 403):
@@ -347,7 +358,7 @@ class OpenAIBackend:
     def _refused(self, where: str, response: httpx.Response) -> str:
         return (
             f"the server at {where} refused the API key (HTTP {response.status_code}: "
-            f"{self._redact(_response_detail(response))}); set OPENAI_API_KEY to a key it "
+            f"{self._redact(_response_detail(response))}); set {self.key_variable} to a key it "
             "accepts"
         )
 
@@ -360,7 +371,7 @@ class OpenAIBackend:
     def _failure(self, url: str | None, attempts: int, error: str, status: int = 0) -> str:
         where = _public_url(url) if url else OPENAI_URL
         hint = {
-            401: " (check OPENAI_API_KEY or the api_key given)",
+            401: f" (check {self.key_variable} or the api_key given)",
             403: " (the key is not allowed to use this model)",
             404: " (check the model name and the base URL, which usually ends in /v1)",
         }.get(status, "")
@@ -401,14 +412,24 @@ _SERVER_FIX = (
 
 
 def _served_models(response: httpx.Response) -> set[str] | None:
-    """The model ids of a ``/models`` listing, or None when the body is not one."""
+    """The model ids of a ``/models`` listing, or None when the body is not one.
+
+    Gemini's OpenAI-compatible listing names models ``models/<name>`` while requests name
+    them ``<name>``: both forms count as served.
+    """
     try:
         data = response.json().get("data")
     except (ValueError, AttributeError):
         return None
     if not isinstance(data, list):
         return None
-    return {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
+    ids = {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
+    return ids | {i.removeprefix("models/") for i in ids}
+
+
+def _listed(names: set[str]) -> list[str]:
+    """Served names to quote in an error, without the ``models/`` doubles."""
+    return sorted(n for n in names if not n.startswith("models/"))
 
 
 def _response_detail(response: httpx.Response) -> str:
@@ -496,64 +517,18 @@ def _cause_text(exc: BaseException) -> str:
 
 
 def _endpoint_url(url: str | None) -> str:
-    """``url`` as recorded: no credentials, query or fragment, no trailing slash."""
-    if not url:
-        return OPENAI_URL
-    parts = urlsplit(_public_url(url))
-    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+    """``url`` as recorded (no credentials, query, fragment or trailing slash); OpenAI's own
+    URL when none is given."""
+    return endpoint_url(url) if url else OPENAI_URL
 
 
 def _public_url(url: str) -> str:
-    """``url`` without any user:password part."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return public_url(url)
 
 
 def from_spec(
     rest: str, *, base_url: str | Sequence[str] | None = None, run_config: RunConfig | None = None
 ) -> OpenAIBackend:
     """The backend of an ``openai:<model>[@URL,URL...]`` spec (the part after ``openai:``)."""
-    name, urls = _split_urls(rest)
-    if base_url is not None:
-        if urls:
-            raise ConfigError(
-                f"the server URL is given twice ('@' in {rest!r} and base_url); give one"
-            )
-        urls = _url_list(base_url)
-    if not name:
-        raise ConfigError(f"no model name in 'openai:{rest}'; accepted: {ACCEPTED_FORMS}")
-    config = run_config or RunConfig()
-    limiter = None
-    if config.requests_per_minute or config.tokens_per_minute:
-        limiter = RateLimiter(config.requests_per_minute, config.tokens_per_minute)
-    return OpenAIBackend(
-        name,
-        urls or None,
-        timeout_s=config.timeout_s,
-        max_retries=config.max_retries,
-        backoff_base_s=config.retry_backoff_s,
-        max_in_flight=config.max_calls_in_flight or 2 * config.concurrency,
-        rate_limiter=limiter,
-    )
-
-
-def _split_urls(rest: str) -> tuple[str, list[str]]:
-    """``name@url1,url2`` -> (name, [url1, url2]); an ``@`` not followed by a URL stays."""
-    for marker in ("@http://", "@https://"):
-        at = rest.find(marker)
-        if at >= 0:
-            return rest[:at].strip(), _url_list(rest[at + 1 :])
-    return rest, []
-
-
-def _url_list(urls: str | Sequence[str]) -> list[str]:
-    items = urls.split(",") if isinstance(urls, str) else list(urls)
-    cleaned = [u.strip() for u in items if u and u.strip()]
-    for url in cleaned:
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"server URL {url!r} must start with http:// or https://")
-    return cleaned
+    name, urls = model_and_urls("openai", rest, base_url)
+    return OpenAIBackend(name, urls or None, **call_settings(run_config))

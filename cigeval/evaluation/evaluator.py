@@ -120,6 +120,7 @@ class Evaluator:
         callbacks: Sequence[RunCallback] = (),
         prices: dict[str, dict[str, float]] | None = None,
         quiet: bool = False,
+        track: Any = None,
         **option_overrides: Any,
     ) -> RunResult:
         """Judge ``samples`` into the results file ``out``, with every guarantee of
@@ -131,10 +132,14 @@ class Evaluator:
         (``overwrite=True``, ``retry_errors=True``, ``limit=10``); ``engine`` is
         ``"local"`` (default), ``"ray"`` or an :class:`~cigeval.engines.EngineConfig`;
         each of ``callbacks`` gets the :class:`~cigeval.runs.RunResult` at the end.
+        ``track`` logs the run to an experiment tracker when it ends: ``"wandb"``,
+        ``"mlflow"``, a :class:`cigeval.tracking.Tracker`, or a list of them
+        (docs/tracking.md).
         Returns that result (``print(result)`` shows the summary); Ctrl-C ends the run
         cleanly and is raised again as KeyboardInterrupt once the records are safe.
         """
         from cigeval.runs import RunOptions, run_samples
+        from cigeval.tracking import trackers_for
 
         base = options or RunOptions()
         if option_overrides:
@@ -151,7 +156,7 @@ class Evaluator:
             options=base,
             engine=engine,
             prices=prices,
-            callbacks=callbacks,
+            callbacks=[*callbacks, *trackers_for(track)],
             quiet=quiet,
         )
         if result.stopped_by == "SIGINT":
