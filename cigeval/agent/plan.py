@@ -45,8 +45,17 @@ def task_ids(questions: tuple[SubQuestion, ...]) -> dict[str, SubQuestion]:
 
 
 def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> list[Message]:
-    """The tool-selection request: task, conditions, questions, tools, and the images."""
+    """The tool-selection request: task, conditions, questions, tools, and the images.
+
+    ``planner_prompt="paper"``: the tools as the paper describes them, the note that tools do
+    not help on processed images in every task (as the official prompt), and the images in
+    the task's input order; ``extended``: cigeval's descriptions, the note only where the
+    task has a processed condition, images in the questions' order. The planner is asked for
+    a Grounding query only under ``grounding.queries="planner"``.
+    """
     sample = run.sample
+    config = run.config
+    paper = config.planner_prompt == "paper"
     conditions = []
     for field in (*_PLAN_FIELDS, *spec.declared_text_fields):
         value = getattr(sample, field, None)
@@ -59,28 +68,54 @@ def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> li
         {"task_id": tid, "question": q.question, "images": ", ".join(q.image_roles)}
         for tid, q in task_ids(spec.sub_questions).items()
     ]
+    described = [{"name": t.name, "description": _description(t, paper)} for t in tools]
     text = render(
         "tool_selection.j2",
-        prompt_dir=run.config.prompt_dir,
+        prompt_dir=config.prompt_dir,
         task_title=spec.title,
         condition_lines=conditions,
         questions=questions,
-        tools=tools,
+        tools=described,
         tool_names=", ".join(f'"{t.name}"' for t in tools),
-        processed_condition=spec.processed_condition,
+        processed_condition=spec.processed_condition or paper,
+        ask_query=config.grounding.queries == "planner",
     )
-    roles: list[str] = []
-    for q in spec.sub_questions:
-        for role in q.image_roles:
-            if run.side_by_side and role in ("subject_1", "subject_2"):
-                role = "subject"  # the planner sees the side-by-side image whole, as in the paper
-            if role not in roles and role in run.images:
-                roles.append(role)
     parts: list[TextPart | ImagePart] = [TextPart(text)]
-    for role in roles:
+    for role in _planner_roles(run, spec, in_task_order=paper):
         parts.append(TextPart(f"[{role}] {run.role_label(role)}:"))
         parts.append(ImagePart(run.encode(run.images[role]), role))
     return [Message("user", tuple(parts))]
+
+
+def _description(tool: Tool, paper: bool) -> str:
+    """What the planner reads about ``tool``: the paper's description where the tool has one
+    and the paper's prompt is used, else its own."""
+    if paper:
+        return str(getattr(tool, "paper_description", None) or tool.description)
+    return tool.description
+
+
+def _planner_roles(run: SampleRun, spec: TaskSpec, *, in_task_order: bool) -> list[str]:
+    """The images the planner sees: every image some question shows, once each.
+
+    In the task's input order (the official code's order, e.g. source, subject, output), or
+    in the order the questions show them. A side-by-side concept image is shown whole, as in
+    the paper.
+    """
+    shown: list[str] = []
+    for q in spec.sub_questions:
+        for role in q.image_roles:
+            if run.side_by_side and role in ("subject_1", "subject_2"):
+                role = "subject"
+            if role not in shown and role in run.images:
+                shown.append(role)
+    if not in_task_order:
+        return shown
+    order: list[str] = []
+    for role in spec.image_roles:
+        order += ["subject", "subject_1", "subject_2"] if role == "subjects" else [role]
+    ranked = [r for r in order if r in shown]
+    return ranked + [r for r in shown if r not in ranked]
 
 
 def _match_task_id(raw: Any, ids: dict[str, SubQuestion]) -> str:

@@ -41,7 +41,8 @@ def _background(sample: Sample) -> str:
 # Default Grounding queries (used when the planner names none), as the official code grounds
 # each sub-question: the whole prompt or instruction, the subject or concept name, and the
 # literal "background" for background preservation. Where the official code needs a name the
-# sample may lack (ImagenHub ships no concept names), the prompt stands in.
+# sample may lack (concept names), the prompt stands in. One official query differs from the
+# default: subject-driven generation's subject similarity grounds the whole prompt there.
 _PROMPT = _text("prompt")
 _INSTRUCTION = _text("instruction")
 
@@ -81,7 +82,10 @@ def _edit_pair(instruction_field: str = "instruction") -> tuple[SubQuestion, Sub
     )
 
 
-def _subject_similarity(query: Callable[[Sample], str | None]) -> SubQuestion:
+def _subject_similarity(
+    query: Callable[[Sample], str | None],
+    official_query: Callable[[Sample], str | None] | None = None,
+) -> SubQuestion:
     return SubQuestion(
         id="subject_similarity",
         question="Does the subject in the generated image look like its reference image?",
@@ -89,6 +93,7 @@ def _subject_similarity(query: Callable[[Sample], str | None]) -> SubQuestion:
         template="subject_similarity",
         condition_field="subject",
         default_query=query,
+        official_query=official_query,
     )
 
 
@@ -137,7 +142,8 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
         optional_text_fields=("subject",),
         image_roles=("subject", "output"),
         sub_questions=(
-            _subject_similarity(_first_of(_text("subject"), _PROMPT)),
+            # The official code grounds the whole prompt here, in both images.
+            _subject_similarity(_first_of(_text("subject"), _PROMPT), official_query=_PROMPT),
             _prompt_following(),
         ),
     ),

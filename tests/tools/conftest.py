@@ -64,7 +64,11 @@ MakeCtx = Callable[..., ToolContext]
 
 @pytest.fixture
 def make_ctx() -> MakeCtx:
-    """Build a ToolContext for sub-question ``question`` (an id) of task ``task``."""
+    """Build a ToolContext for sub-question ``question`` (an id) of task ``task``.
+
+    Without ``config`` the tools run under the ``extended`` method, whose observations these
+    tests read (box lists, counts, coverage); tests of the paper method pass its config.
+    """
     encode = _memo_encode()
 
     def build(
@@ -85,7 +89,7 @@ def make_ctx() -> MakeCtx:
             sample=Sample(id="s1", task=task, **fields),
             question=sub,
             images=images,
-            config=config or EvalConfig(),
+            config=config or EvalConfig(method="extended"),
             query=query,
             call_model=call_model,
             encode=encode,

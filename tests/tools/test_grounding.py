@@ -120,8 +120,10 @@ def test_missing_checkpoint_fails_fast_with_advice(tmp_path: Path) -> None:
 
 
 def _config(checkpoint: str) -> EvalConfig:
+    """The extended method (the planner's query, box lists) with a detector that keeps all."""
     return EvalConfig(
-        grounding=GroundingConfig(checkpoint=checkpoint, box_threshold=0.0, text_threshold=0.0)
+        method="extended",
+        grounding=GroundingConfig(checkpoint=checkpoint, box_threshold=0.0, text_threshold=0.0),
     )
 
 
@@ -229,7 +231,9 @@ async def test_tool_without_query_highlights_nothing(
 async def test_tool_with_nothing_found(
     checkpoint: str, make_ctx: MakeCtx, detect_calls: list[tuple[int, str]]
 ) -> None:
-    config = EvalConfig(grounding=GroundingConfig(checkpoint=checkpoint, box_threshold=1.0))
+    config = EvalConfig(
+        method="extended", grounding=GroundingConfig(checkpoint=checkpoint, box_threshold=1.0)
+    )
     ctx = make_ctx(
         "text_guided_ig",
         "prompt_following",
