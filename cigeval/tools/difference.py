@@ -167,8 +167,9 @@ def _cigeval_regions(
 
     count, labels = cv2.connectedComponents(_dilated(changed, config.dilation), connectivity=8)
     # Box the changed pixels of each component, not the dilated blob, so boxes stay tight.
-    own = np.where(changed > 0, labels, 0)
-    pixels = np.bincount(own.ravel(), minlength=count)
+    is_changed = changed > 0
+    own = np.where(is_changed, labels, 0)
+    pixels = np.bincount(labels[is_changed], minlength=count)  # changed pixels only: few
     min_area = config.min_area_fraction * changed.size
     boxes = []
     for index, span in enumerate(ndimage.find_objects(own), start=1):
