@@ -140,8 +140,9 @@ class EvalConfig(BaseModel):
     planner_prompt: Literal["paper", "extended"] = Field(
         "paper",
         description="the tool-selection request: paper (the paper's tool descriptions, the "
-        "note on processed images in every task, the images in the task's input order) or "
-        "extended (cigeval's longer tool descriptions, images in the questions' order)",
+        "note on processed images in every task, the images in the task's input order, both "
+        "concept similarities asked as one task) or extended (cigeval's longer tool "
+        "descriptions, images in the questions' order, one entry per sub-question)",
         json_schema_extra=_flag("--planner-prompt", by_method=True),
     )
     scoring_rules: Literal["paper", "extended"] = Field(

@@ -373,3 +373,43 @@ def test_explicit_settings_win_over_the_method() -> None:
     preset = EvalConfig(method="extended", grounding={"preset": "official", "box_threshold": 0.3})
     assert (preset.grounding.box_threshold, preset.grounding.text_threshold) == (0.3, 0.2)
     assert preset.grounding.queries == "official" and preset.tool_text == "detailed"
+
+
+def test_both_concepts_take_the_official_planners_one_choice(samples) -> None:
+    """The official planner is asked about the two concept similarities as one task; the
+    evaluate pass gives both its choice. Under the extended planner prompt each is asked."""
+    folder, by_task = samples
+    fields = by_task["multi_concept_ic"]
+    asked: list[str] = []
+
+    def planner(request: ModelRequest) -> str:
+        text = request_text(request)
+        if "### Questions" in text:
+            asked.append(text)
+            ids = re.findall(r"- task_id (\d+):", text)
+            first = {"task_id": "1", "used": "yes", "tool": "Scene Graph"}
+            rest = [{"task_id": i, "used": "no", "tool": "None"} for i in ids[1:]]
+            return json.dumps([first, *rest])
+        return rule_judge(default_score=6)(request)
+
+    sample = sample_from_dict({"id": "m", "task": "multi_concept_ic", **fields}, base_dir=folder)
+    paper = Evaluator(ScriptedBackend(planner), run_config=NO_CACHE).evaluate(sample)
+    assert re.findall(r"- task_id (\d+): (.+) \(images shown: (.+)\)", asked[0]) == [
+        (
+            "1",
+            "Do the two concepts in the generated image look like their reference images?",
+            "subject_1, subject_2, output",
+        ),
+        ("2", "Does the generated image follow the text prompt?", "output"),
+    ]
+    tools = {s.question_id: s.tool for s in paper.sub_scores}
+    assert tools == {
+        "concept_1_similarity": "Scene Graph",
+        "concept_2_similarity": "Scene Graph",
+        "prompt_following": None,
+    }
+    extended = Evaluator(
+        ScriptedBackend(planner), run_config=NO_CACHE, planner_prompt="extended"
+    ).evaluate(sample)
+    assert len(re.findall(r"- task_id \d+:", asked[1])) == 3
+    assert [s.tool for s in extended.sub_scores] == ["Scene Graph", None, None]

@@ -34,7 +34,7 @@ from cigeval.agent.judging import (
     build_round_message,
     parse_judge_reply,
 )
-from cigeval.agent.plan import PlanItem, build_plan_messages, parse_plan
+from cigeval.agent.plan import PlanItem, build_plan_messages, parse_plan, shares_entries
 from cigeval.agent.tool_use import why_not_run
 from cigeval.errors import CigevalError, ConfigError, MissingDependency, ParseError, ToolError
 from cigeval.messages import Message
@@ -103,12 +103,13 @@ async def plan_node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[s
     if not ctx.tools:
         return {"plan": {q.id: PlanItem(q.id, None) for q in questions}}
     messages = build_plan_messages(ctx.run, ctx.spec, ctx.tools)
+    shared = shares_entries(ctx.run.config)
     try:
         plan = await ctx.run.judge.ask(
-            "plan", messages, lambda text: parse_plan(text, questions, ctx.tools)
+            "plan", messages, lambda text: parse_plan(text, questions, ctx.tools, shared=shared)
         )
     except ParseError as exc:
-        plan = parse_plan(exc.reply or "", questions, ctx.tools, strict=False)
+        plan = parse_plan(exc.reply or "", questions, ctx.tools, strict=False, shared=shared)
     for item in plan.values():
         if item.reasoning:
             ctx.run.trace.add(ThoughtEvent(text=item.reasoning, question_id=item.question_id))

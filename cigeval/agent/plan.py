@@ -9,9 +9,10 @@ that is not offered is judged without a tool, with a note saying why.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from cigeval.config import EvalConfig
 from cigeval.errors import ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.parsing import extract_json, parse_yes_no
@@ -39,9 +40,23 @@ class PlanItem:
     note: str | None = None
 
 
-def task_ids(questions: tuple[SubQuestion, ...]) -> dict[str, SubQuestion]:
-    """The task_id shown to the planner for each question: '1', '2', ..."""
-    return {str(index): q for index, q in enumerate(questions, start=1)}
+def task_ids(questions: tuple[SubQuestion, ...], *, shared: bool = False) -> dict[str, SubQuestion]:
+    """The task_id shown to the planner for each question: '1', '2', ...
+
+    ``shared``: a question ``planned_with`` another gets no task_id of its own; it takes the
+    other's entry (the official planner is asked about both concept similarities as one).
+    """
+    asked = [q for q in questions if not (shared and q.planned_with)]
+    return {str(index): q for index, q in enumerate(asked, start=1)}
+
+
+def _followers(questions: tuple[SubQuestion, ...], leader: SubQuestion) -> list[SubQuestion]:
+    return [q for q in questions if q.planned_with == leader.id]
+
+
+def shares_entries(config: EvalConfig) -> bool:
+    """Whether questions ``planned_with`` another share its plan entry (the paper's prompt)."""
+    return config.planner_prompt == "paper"
 
 
 def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> list[Message]:
@@ -64,10 +79,15 @@ def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> li
             conditions.append(line)
     if sample.concepts:
         conditions.append("Concepts: " + ", ".join(sample.concepts))
-    questions = [
-        {"task_id": tid, "question": q.question, "images": ", ".join(q.image_roles)}
-        for tid, q in task_ids(spec.sub_questions).items()
-    ]
+    questions = []
+    for tid, q in task_ids(spec.sub_questions, shared=paper).items():
+        group = [q, *_followers(spec.sub_questions, q)] if paper else [q]
+        # each member's own images first, then those every member shows (e.g. the output)
+        common = set.intersection(*(set(member.image_roles) for member in group))
+        ordered = [role for member in group for role in member.image_roles]
+        roles = list(dict.fromkeys([r for r in ordered if r not in common] + ordered))
+        wording = q.plan_question if len(group) > 1 and q.plan_question else q.question
+        questions.append({"task_id": tid, "question": wording, "images": ", ".join(roles)})
     described = [{"name": t.name, "description": _description(t, paper)} for t in tools]
     text = render(
         "tool_selection.j2",
@@ -132,7 +152,12 @@ def _match_task_id(raw: Any, ids: dict[str, SubQuestion]) -> str:
 
 
 def parse_plan(
-    text: str, questions: tuple[SubQuestion, ...], tools: list[Tool], *, strict: bool = True
+    text: str,
+    questions: tuple[SubQuestion, ...],
+    tools: list[Tool],
+    *,
+    strict: bool = True,
+    shared: bool = False,
 ) -> dict[str, PlanItem]:
     """Parse the planner's JSON list into one PlanItem per sub-question id.
 
@@ -140,8 +165,9 @@ def parse_plan(
     question needs exactly one entry, and an unknown task id or a tool that is not offered
     raises :class:`ParseError`, so the model is re-asked. Not strict (after the re-asks):
     whatever entries are usable are kept and every other question gets no tool and a note.
+    ``shared``: questions ``planned_with`` another take its entry (see :func:`task_ids`).
     """
-    ids = task_ids(questions)
+    ids = task_ids(questions, shared=shared)
     offered = [t.name for t in tools]
     plan: dict[str, PlanItem] = {}
     problems: dict[str, str] = {}
@@ -215,4 +241,7 @@ def parse_plan(
         plan[question.id] = PlanItem(
             question.id, None, note=f"judged without a tool: {reason} (after the re-asks)"
         )
+    for question in questions:
+        if shared and question.planned_with in plan:
+            plan[question.id] = replace(plan[question.planned_with], question_id=question.id)
     return plan

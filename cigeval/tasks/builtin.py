@@ -99,6 +99,8 @@ def _subject_similarity(
 
 def _concept_similarity(index: int) -> SubQuestion:
     ordinal = ("first", "second")[index]
+    # The official planner is asked about both concepts as one task; the second takes the
+    # first one's tool (under the paper's planner prompt).
     return SubQuestion(
         id=f"concept_{index + 1}_similarity",
         question=(
@@ -109,6 +111,12 @@ def _concept_similarity(index: int) -> SubQuestion:
         condition_field=f"concepts[{index}]",
         extra_conditions=("prompt",),
         default_query=_first_of(_concept(index), _PROMPT),
+        planned_with="concept_1_similarity" if index == 1 else None,
+        plan_question=(
+            "Do the two concepts in the generated image look like their reference images?"
+            if index == 0
+            else None
+        ),
     )
 
 

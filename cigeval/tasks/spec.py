@@ -47,6 +47,9 @@ class SubQuestion:
     ``default_query`` gives the Grounding query when the planner names none;
     ``official_query``, where set, replaces it under ``grounding.queries="official"`` (the
     official code's query where it differs, e.g. the whole prompt for subject similarity).
+    ``planned_with`` names the question whose tool choice this one takes under the paper's
+    planner prompt, where the planner is asked about both as one task worded
+    ``plan_question`` (the official planner asks about both concept similarities at once).
     """
 
     id: str
@@ -58,6 +61,8 @@ class SubQuestion:
     rules: str | None = None
     extra_conditions: tuple[str, ...] = ()
     official_query: Callable[[Sample], str | None] | None = field(default=None, compare=False)
+    planned_with: str | None = None
+    plan_question: str | None = None
 
     def __post_init__(self) -> None:
         if (self.template is None) == (self.rules is None):
