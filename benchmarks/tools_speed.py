@@ -1,6 +1,6 @@
 """Milliseconds of the tools' pixel work on a 1024x1024 photo-like pair.
 
-    python benchmarks/tools_speed.py [--size 1024] [--repeats 30]
+    python benchmarks/tools_speed.py [--size 1024] [--repeats 30] [--opencv-threads N]
 
 Rows: Difference + Highlight of both images (no encoding), under each method's settings;
 encoding one highlighted image for the judge, in each method's format (``paper``: JPEG at
@@ -29,7 +29,7 @@ from PIL import Image  # noqa: E402
 
 from cigeval.config import EvalConfig  # noqa: E402
 from cigeval.images import EncodedImage  # noqa: E402
-from cigeval.tools.difference import compare_images  # noqa: E402
+from cigeval.tools.difference import compare_images, show_differences  # noqa: E402
 from cigeval.tools.highlight import highlight_pixels, pixel_spans  # noqa: E402
 
 
@@ -74,11 +74,8 @@ def row(label: str, times: list[float]) -> float:
 
 
 def difference_and_highlight(a: Image.Image, b: Image.Image, config: EvalConfig) -> None:
-    report = compare_images(a, b, config=config.difference)
-    for image, boxes in ((a, report.regions), (b, report.regions_b)):
-        spans = pixel_spans(image.width, image.height, boxes)
-        if spans:
-            highlight_pixels(np.asarray(image), spans)
+    """The Difference tool's pixel work, without encoding: compare, highlight both."""
+    show_differences({"source": a, "output": b}, config)
 
 
 def as_in_0_2(a: Image.Image, b: Image.Image) -> None:
@@ -104,11 +101,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument(
+        "--opencv-threads", type=int, default=None, help="cv2.setNumThreads (default: OpenCV's)"
+    )
     args = parser.parse_args()
+    if args.opencv_threads is not None:
+        cv2.setNumThreads(args.opencv_threads)
     a, b = photo_like_pair(args.size)
     paper, extended = EvalConfig(), EvalConfig(method="extended")
     size = f"{args.size}x{args.size}"
-    print(f"python {sys.version.split()[0]}, OpenCV {cv2.__version__}, {args.repeats} repeats")
+    versions = f"python {sys.version.split()[0]}, OpenCV {cv2.__version__}"
+    print(f"{versions}, {cv2.getNumThreads()} OpenCV thread(s), {args.repeats} repeats")
     print(f"{'ms, ' + size + ' photo-like pair':<58} {'min':>7} {'median':>7} {'max':>7}")
     report = compare_images(a, b, config=paper.difference)
     spans = pixel_spans(a.width, a.height, report.regions)

@@ -20,8 +20,9 @@ is OpenCV's (about 10 ms for a 1024x1024 pair, highlight included).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
@@ -43,6 +44,9 @@ from cigeval.tools.highlight import (
     pixel_spans,
 )
 from cigeval.tools.settings import DifferenceConfig
+
+if TYPE_CHECKING:
+    from cigeval.config import EvalConfig
 
 #: Labels of the boxes Difference returns (``Box.label``).
 CHANGED = "changed"
@@ -223,17 +227,25 @@ def compare_images(
     a small margin around the mask count as inside, so the blur and blending at the mask's
     edge are not reported as over-editing.
     """
+    return compare_arrays(np.asarray(to_rgb(a)), np.asarray(to_rgb(b)), config=config, mask=mask)
+
+
+def compare_arrays(
+    arr_a: np.ndarray,
+    arr_b: np.ndarray,
+    *,
+    config: DifferenceConfig,
+    mask: np.ndarray | Image.Image | None = None,
+) -> DifferenceReport:
+    """:func:`compare_images` of two RGB uint8 arrays (``(h, w, 3)``)."""
     import cv2  # OpenCV loads on first use, keeping `import cigeval` light
 
-    rgb_a, rgb_b = to_rgb(a), to_rgb(b)
-    width, height = rgb_a.size
-    arr_a = np.asarray(rgb_a)
-    arr_b = np.asarray(rgb_b)
-    if rgb_b.size != rgb_a.size:
+    (height, width), size_b = arr_a.shape[:2], (arr_b.shape[1], arr_b.shape[0])
+    if size_b != (width, height):
         arr_b = _resized_to(arr_b, width, height, config)
     changed = change_map(arr_a, arr_b, config)
     report = DifferenceReport(
-        size_a=rgb_a.size, size_b=rgb_b.size, same_boxes_on_b=config.steps == "official"
+        size_a=(width, height), size_b=size_b, same_boxes_on_b=config.steps == "official"
     )
     report.changed_fraction = cv2.countNonZero(changed) / changed.size
     if mask is None or config.mask == "ignore":
@@ -273,49 +285,48 @@ def find_changed_regions(
 
 
 @dataclass
-class _Shown:
-    """What the tool shows: highlighted images by role, the boxes, and the share covered."""
+class DifferencesShown:
+    """What the Difference tool shows: the highlighted images by role, the boxes marked on
+    each image (the changed regions, and the mask region when the mask is split), and the
+    share of the first image they cover."""
 
     images: dict[str, Image.Image]
     boxes: dict[str, list[Box]]
     covered: float
 
 
-def _show(
-    ctx: ToolContext,
-    report: DifferenceReport,
+def show_differences(
     images: dict[str, Image.Image],
-) -> _Shown:
-    """Highlight the regions (and the mask region) on both images; encode them for the
-    judge here, in the worker thread, so the event loop never waits on it."""
+    config: EvalConfig,
+    mask: np.ndarray | None = None,
+    encode: Callable[[Image.Image], object] | None = None,
+) -> tuple[DifferenceReport, DifferencesShown]:
+    """Compare the two ``images`` (first against second) and highlight what changed in both.
+
+    Each image is turned into pixels once for the comparison and the highlight. ``encode``
+    (the sample's encoder) encodes the highlighted images right here, so a caller running
+    this in a worker thread keeps that work off the event loop too.
+    """
     (role_a, image_a), (role_b, image_b) = images.items()
+    pixels_a, pixels_b = np.asarray(to_rgb(image_a)), np.asarray(to_rgb(image_b))
+    report = compare_arrays(pixels_a, pixels_b, config=config.difference, mask=mask)
     marked = list(report.regions)
     if report.mask_box is not None and marked:
         marked.append(report.mask_box)
     if not marked:
-        return _Shown({}, {}, 0.0)
+        return report, DifferencesShown({}, {}, 0.0)
     marked_b = [report.to_b(b) for b in marked]
     covered = coverage(image_a, marked)
-    keep_whole = ctx.config.highlight_large_boxes == "undimmed" and covered >= NEARLY_WHOLE_IMAGE
+    keep_whole = config.highlight_large_boxes == "undimmed" and covered >= NEARLY_WHOLE_IMAGE
     shown: dict[str, Image.Image] = {}
     if not keep_whole:
-        for role, image, boxes in ((role_a, image_a, marked), (role_b, image_b, marked_b)):
-            rgb = to_rgb(image)
-            spans = pixel_spans(rgb.width, rgb.height, boxes)
+        for role, pixels, boxes in ((role_a, pixels_a, marked), (role_b, pixels_b, marked_b)):
+            spans = pixel_spans(pixels.shape[1], pixels.shape[0], boxes)
             if spans:
-                shown[role] = Image.fromarray(highlight_pixels(np.asarray(rgb), spans))
-                ctx.encode(shown[role])
-    return _Shown(shown, {role_a: marked, role_b: marked_b}, covered)
-
-
-def _compare_and_show(
-    ctx: ToolContext,
-    images: dict[str, Image.Image],
-    mask: np.ndarray | None,
-) -> tuple[DifferenceReport, _Shown]:
-    image_a, image_b = images.values()
-    report = compare_images(image_a, image_b, config=ctx.config.difference, mask=mask)
-    return report, _show(ctx, report, images)
+                shown[role] = Image.fromarray(highlight_pixels(pixels, spans))
+                if encode is not None:
+                    encode(shown[role])
+    return report, DifferencesShown(shown, {role_a: marked, role_b: marked_b}, covered)
 
 
 class DifferenceTool:
@@ -356,7 +367,9 @@ class DifferenceTool:
         (role_a, _), (role_b, _) = pair.items()
         use_mask = "mask" in ctx.images and ctx.config.difference.mask == "split"
         mask = load_mask(ctx.images["mask"]) if use_mask else None
-        report, shown = await asyncio.to_thread(_compare_and_show, ctx, pair, mask)
+        report, shown = await asyncio.to_thread(
+            show_differences, pair, ctx.config, mask, ctx.encode
+        )
         data: dict[str, Any] = {
             "roles": [role_a, role_b],
             "changed_fraction": report.changed_fraction,
