@@ -55,10 +55,22 @@ def judge_provenance(
     }
 
 
-def provenance_of(judges: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """A record's ``provenance``: cigeval's version and one :func:`judge_provenance` per
-    judge."""
-    return {"cigeval_version": __version__, "judges": list(judges)}
+def provenance_of(
+    judges: Iterable[dict[str, Any]],
+    *,
+    method: str | None = None,
+    scene_graph_model: str | None = None,
+) -> dict[str, Any]:
+    """A record's ``provenance``: cigeval's version, the method profile (``paper`` or
+    ``extended``), one :func:`judge_provenance` per judge, and the scene-graph model when one
+    apart from the judges wrote the scene graphs."""
+    provenance: dict[str, Any] = {"cigeval_version": __version__}
+    if method is not None:
+        provenance["method"] = method
+    provenance["judges"] = list(judges)
+    if scene_graph_model is not None:
+        provenance["scene_graph_model"] = scene_graph_model
+    return provenance
 
 
 def assemble_score(

@@ -73,7 +73,10 @@ class Evaluator:
         base = config or EvalConfig()
         try:
             self.config = (
-                EvalConfig.model_validate({**base.model_dump(), **config_overrides})
+                # The explicit settings only: a `method` override then fills in its own.
+                EvalConfig.model_validate(
+                    {**base.model_dump(exclude_unset=True), **config_overrides}
+                )
                 if config_overrides
                 else base
             )
@@ -102,6 +105,8 @@ class Evaluator:
             self.batch = BatchCoordinator.from_run_config(self.run_config)
             self.backends = batch_backends(self.backends, self.batch)
         self.backend = self.backends[0]
+        #: The model writing scene graphs when ``config.scene_graph_model`` names one.
+        self.scene_graph_backend = self._scene_graph_backend()
         self.judges = build_judges(
             self.backends, self.config.generation(), self.ensemble, self.config.prompt_dir
         )
@@ -163,6 +168,17 @@ class Evaluator:
             raise KeyboardInterrupt
         return result
 
+    def _scene_graph_backend(self) -> Backend | None:
+        spec = self.config.scene_graph_model
+        if spec is None:
+            return None
+        backend = resolve_backend(spec, run_config=self.run_config)
+        if self.batch is not None:
+            from cigeval.backends.batch import batch_backends
+
+            backend = batch_backends([backend], self.batch)[0]
+        return backend
+
     def preflight(self) -> list[str]:
         """Synchronous :meth:`preflight_async`."""
         return run_sync(self.preflight_async())
@@ -179,7 +195,8 @@ class Evaluator:
         """
         done: list[str] = []
         seen: set[tuple[str, str | None]] = set()
-        for backend in self.backends:
+        helpers = [self.scene_graph_backend] if self.scene_graph_backend is not None else []
+        for backend in [*self.backends, *helpers]:
             name = (backend.identity, backend_endpoint(backend))
             check = getattr(backend, "preflight", None)
             if name in seen or check is None:
@@ -221,13 +238,19 @@ class Evaluator:
     def _provenance(self, traces: list[Trace] | None = None) -> dict[str, Any]:
         """The provenance of a record; ``traces`` holds each judge's trace, in judge order."""
         return provenance_of(
-            judge_provenance(
-                judge.label,
-                judge.backend,
-                templates_sha256(judge.prompt_dir),
-                traces[index] if traces is not None else None,
-            )
-            for index, judge in enumerate(self.judges)
+            (
+                judge_provenance(
+                    judge.label,
+                    judge.backend,
+                    templates_sha256(judge.prompt_dir),
+                    traces[index] if traces is not None else None,
+                )
+                for index, judge in enumerate(self.judges)
+            ),
+            method=self.config.method,
+            scene_graph_model=(
+                self.scene_graph_backend.identity if self.scene_graph_backend else None
+            ),
         )
 
     async def _judge_once(
@@ -247,12 +270,36 @@ class Evaluator:
             max_tokens_cap=config.token_cap,
             max_reply_chars=config.max_reply_chars,
         )
-        run = SampleRun(sample, images, config, session, trace, self.tool_cache, _encoded=encoded)
+        scene_graph = None
+        if self.scene_graph_backend is not None:
+            scene_graph = JudgeSession(
+                self.scene_graph_backend,
+                config.generation(),
+                trace,
+                config.max_parse_retries,
+                judge.prompt_dir,
+                templates_sha256(judge.prompt_dir),
+                max_tokens_cap=config.token_cap,
+                max_reply_chars=config.max_reply_chars,
+            )
+        run = SampleRun(
+            sample,
+            images,
+            config,
+            session,
+            trace,
+            self.tool_cache,
+            _encoded=encoded,
+            scene_graph=scene_graph,
+        )
         try:
             verdict = await self.rubric.evaluate(run)
         except Exception as exc:  # one failed judgment must never stop the others
             verdict = Verdict.failure(exc)
             trace.add(ErrorEvent(stage="evaluate", message=verdict.error or ""))
+        if scene_graph is not None:  # the sample's usage counts the scene-graph calls too
+            session.calls += scene_graph.calls
+            session.usage = session.usage + scene_graph.usage
         return verdict, session, trace
 
     async def evaluate_async(self, item: SampleInput, *, refresh_cache: bool = False) -> Score:
@@ -350,7 +397,8 @@ class Evaluator:
         """
         if self.batch is not None:
             await self.batch.aclose()
-        for backend in self.backends:
+        helpers = [self.scene_graph_backend] if self.scene_graph_backend is not None else []
+        for backend in [*self.backends, *helpers]:
             inner = getattr(backend, "inner", backend)  # CachedBackend wraps the real one
             close = getattr(inner, "aclose", None)
             if close is not None:

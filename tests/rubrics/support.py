@@ -34,8 +34,9 @@ def image(colour: tuple[int, int, int]) -> Image.Image:
 
 
 def sha(picture: Image.Image) -> str:
-    """The hash of an image as the rubrics encode it."""
-    return EncodedImage.from_pil(picture).sha256
+    """The hash of an image as the rubrics encode it under the default settings (the paper
+    method's JPEG at quality 75)."""
+    return EncodedImage.from_pil(picture, encoding=EvalConfig().image_encoding).sha256
 
 
 def output_image(index: int) -> Image.Image:
