@@ -231,6 +231,8 @@ def test_image_paths_relative_to_the_dataset_folder_are_sent_as_the_files(
     columns = "id=id,instruction=instruction,source=before,output=after"
     with FakeOpenAIServer(rule_judge()) as server:
         argv = ["--dataset", str(tmp_path / "data"), "--columns", columns]
+        # original bytes: the files themselves are sent (the paper's encoding re-encodes)
+        argv += ["--image-encoding", "original"]
         assert evaluate(server, out, *argv, "--task", "text_guided_ie") == 0
     (record,) = read_records(out)
     assert record["status"] == "ok"
