@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from cigeval._unicode import safe_text
 from cigeval.backends.base import Backend
-from cigeval.errors import ParseError
+from cigeval.errors import ParseError, TransportError
 from cigeval.messages import GenerationSettings, Message, ModelRequest, ModelResponse, Usage
 from cigeval.prompts import render, templates_sha256
 from cigeval.trace import ErrorEvent, ModelCallEvent, Trace
@@ -49,6 +49,9 @@ class JudgeSession:
         self.prompts_sha256 = prompts_sha256 or templates_sha256(prompt_dir)
         self.usage = Usage()
         self.calls = 0
+        #: Why the last call that failed to reach the server failed
+        #: (:attr:`~cigeval.errors.TransportError.reason`), or None.
+        self.transport_failure: str | None = None
 
     async def call(
         self,
@@ -71,7 +74,11 @@ class JudgeSession:
         round: int,
     ) -> tuple[ModelRequest, ModelResponse]:
         request = ModelRequest(tuple(messages), self.settings, self.prompts_sha256)
-        response = await self.backend.complete(request)
+        try:
+            response = await self.backend.complete(request)
+        except TransportError as exc:
+            self.transport_failure = exc.reason
+            raise
         text = safe_text(response.text)
         if text is not response.text:
             response = ModelResponse(

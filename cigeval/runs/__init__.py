@@ -15,6 +15,7 @@ from cigeval.runs.options import RunOptions
 from cigeval.runs.result import RunCallback, RunResult
 from cigeval.runs.run import Samples, run_samples
 from cigeval.runs.status import (
+    EXIT_CIRCUIT_BREAKER,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SAMPLE_ERRORS,
@@ -23,6 +24,7 @@ from cigeval.runs.status import (
 )
 
 __all__ = [
+    "EXIT_CIRCUIT_BREAKER",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_SAMPLE_ERRORS",

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import InputError, ResultsWriteError
@@ -24,13 +24,13 @@ from cigeval.runs.local import LocalEngine
 from cigeval.runs.on_ray import RayEngine
 from cigeval.runs.options import RunOptions
 from cigeval.runs.pending import PendingCounts, expected_total, pending_samples
+from cigeval.runs.recorder import Recorder
 from cigeval.runs.result import RunCallback, RunResult
 from cigeval.runs.signals import Stop
 from cigeval.sample import iter_samples_file
 
 if TYPE_CHECKING:
     from cigeval.evaluation import Evaluator, SampleInput
-    from cigeval.score import Score
 
 #: What a run reads samples from: a samples JSONL file, or any iterable of samples.
 Samples = str | os.PathLike[str] | Iterable["SampleInput"]
@@ -82,11 +82,13 @@ def run_samples(
         raise ResultsWriteError(f"cannot write results to {out}: {exc}") from None
     with lock:
         runner: LocalEngine | RayEngine = (
-            RayEngine(evaluator, engine) if engine.engine == "ray" else LocalEngine(evaluator)
+            RayEngine(evaluator, engine, ray_log_file(out))
+            if engine.engine == "ray"
+            else LocalEngine(evaluator)
         )
         try:
             runner.prepare(quiet)
-            result = _judge(runner, evaluator, source, out, options, engine, prices, quiet)
+            result = _judge(runner, evaluator, source, out, lock, options, engine, prices, quiet)
         finally:
             runner.close()
     for callback in callbacks:
@@ -105,6 +107,7 @@ def _judge(
     evaluator: Evaluator,
     source: Path | Iterable[SampleInput],
     out: Path,
+    lock: ResultsLock,
     options: RunOptions,
     engine: EngineConfig,
     prices: dict[str, dict[str, float]] | None,
@@ -114,7 +117,12 @@ def _judge(
     from tqdm import tqdm
 
     summary = RunSummary(prices=prices)
-    writer = open_writer(out, options)
+    writer = open_writer(out, options, evaluator.fingerprint_settings())
+    try:
+        lock.hold_file()  # the file may be new, or replaced by the resume's repair
+    except BaseException:
+        writer.close()
+        raise
     stop = Stop()
     counts = PendingCounts()
     started = time.perf_counter()
@@ -124,16 +132,10 @@ def _judge(
         pending = pending_samples(items, writer.finished, options.limit, counts)
         total = expected_total(source, writer.finished, options.limit)
         progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)
-
-        def accept(score: Score) -> bool:
-            writer.write(score)
-            summary.add(score)
-            progress.update(1)
-            progress.set_postfix(errors=summary.statuses["error"], refresh=False)
-            return True
-
+        recorder = Recorder(writer, summary, options, stop, progress)
         try:
-            runner.judge(pending, writer.retrying, accept, stop)
+            runner.judge(pending, writer.retrying, recorder.accept, stop)
+            recorder.finish()
         finally:
             progress.close()
         summary.skipped = counts.skipped
@@ -149,12 +151,17 @@ def _judge(
         options=options,
         duplicates=counts.duplicates,
         stopped_by=stop.reason,
+        breaker=recorder.breaker if recorder.breaker.tripped else None,
     )
 
 
-def open_writer(out: Path, options: RunOptions) -> ResultsWriter:
+def open_writer(out: Path, options: RunOptions, settings: dict[str, Any]) -> ResultsWriter:
     """The writer of a run that holds the lock on ``out`` already: resumed (and repaired)
-    unless ``options.overwrite``; unreadable lines moved aside are reported on stderr."""
+    unless ``options.overwrite``; unreadable lines moved aside are reported on stderr.
+
+    Records of ``out`` made with other ``settings`` (fingerprint settings) raise
+    :class:`~cigeval.results.fingerprint.MixedSettings` unless
+    ``options.allow_mixed_settings``."""
     try:
         writer = ResultsWriter(
             out,
@@ -162,6 +169,8 @@ def open_writer(out: Path, options: RunOptions) -> ResultsWriter:
             retry_errors=options.retry_errors,
             include_trace=options.include_trace,
             lock=False,
+            settings=settings,
+            allow_mixed_settings=options.allow_mixed_settings,
         )
     except OSError as exc:
         raise ResultsWriteError(f"cannot write results to {out}: {exc}") from None
@@ -174,6 +183,11 @@ def open_writer(out: Path, options: RunOptions) -> ResultsWriter:
             file=sys.stderr,
         )
     return writer
+
+
+def ray_log_file(out: Path) -> Path:
+    """Where a Ray run writes Ray's own log lines: ``results.jsonl`` -> ``results.ray.log``."""
+    return out.with_name(out.stem + ".ray.log")
 
 
 def previous_errors(writer: ResultsWriter) -> int:

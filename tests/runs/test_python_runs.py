@@ -48,7 +48,8 @@ def test_a_run_from_samples_in_memory_resumes_and_reports_at_the_end(tmp_path: P
     evaluator = _evaluator(tmp_path, prompt_following=4)
 
     first = evaluator.run(samples, out=out, limit=3, quiet=True, callbacks=[seen.append])
-    assert [r["id"] for r in read_records(out)] == [s.id for s in samples[:3]]
+    # records come in the order samples finish
+    assert sorted(r["id"] for r in read_records(out)) == sorted(s.id for s in samples[:3])
     assert first.summary.statuses["ok"] == 3 and first.exit_status == 0
     assert seen == [first] and seen[0].out == out and seen[0].config == evaluator.config
 
