@@ -4,9 +4,12 @@ remaining sample.
 N samples in a row (``--circuit-breaker N``, default 10, 0 = off) that end in error because
 a model call could not reach the server for the same reason (``Score.error_kind``:
 connection refused or reset, timeout, HTTP 5xx) stop the run. While such a streak is
-shorter than N its records are held back; a sample that ends any other way releases them,
-and they are written as the errors they are. When the streak reaches N the run stops and
-the held samples get no record: they were never judged, so a plain rerun judges them.
+shorter than N its records are held back; a sample the server answered (ok, or an error of
+another kind after a reply) releases them, and they are written as the errors they are. A
+sample that asked the server nothing (every answer from the cache, or a bad input) says
+nothing about it: it is written at once and leaves the streak as it is. When the streak
+reaches N the run stops and the held samples get no record: they were never judged, so a
+plain rerun judges them.
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ class CircuitBreaker:
         """The Scores to write now (``score`` and any held before it, or none), and whether
         the run must stop."""
         kind = score.error_kind if score.status == "error" else None
-        if self.threshold <= 0 or kind is None or not kind.startswith(TRANSPORT):
+        transport = kind is not None and kind.startswith(TRANSPORT)
+        if self.threshold > 0 and not transport and _asked_nothing(score):
+            return [score], False
+        if self.threshold <= 0 or not transport:
             released, self.held = [*self.held, score], []
             return released, False
         released = []
@@ -53,3 +59,10 @@ class CircuitBreaker:
         """The Scores still held (the run ended another way: they are written)."""
         released, self.held = self.held, []
         return released
+
+
+def _asked_nothing(score: Score) -> bool:
+    """True when the sample sent no request to the server (answers from the cache only, or
+    no call at all)."""
+    usage = score.usage
+    return usage.get("calls", 0) - usage.get("cached_calls", 0) <= 0

@@ -30,7 +30,9 @@ from tests.test_sturdiness import distinct_samples
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _score(sample_id: str, kind: str | None) -> Score:
+def _score(sample_id: str, kind: str | None, sent: int = 1) -> Score:
+    """A Score ending ``ok`` or in an error of ``kind``, after ``sent`` calls to the server
+    (and one from the cache)."""
     status = "error" if kind != "ok" else "ok"
     return Score(
         id=sample_id,
@@ -39,6 +41,7 @@ def _score(sample_id: str, kind: str | None) -> Score:
         value=0.5 if status == "ok" else None,
         error=None if status == "ok" else "down",
         error_kind=kind if kind not in ("ok", None) else None,
+        usage={"calls": sent + 1, "cached_calls": 1},
     )
 
 
@@ -54,6 +57,12 @@ def test_the_breaker_holds_a_streak_releases_it_and_trips_on_the_nth() -> None:
     assert [s.id for s in released] == ["d"] and not stop
     released, stop = breaker.offer(_score("f", None))  # an error of another kind
     assert [s.id for s in released] == ["e", "f"] and not stop
+    breaker.offer(_score("g0", refused))
+    # a sample answered from the cache alone, or a bad input, says nothing about the server
+    assert [s.id for s in breaker.offer(_score("cached", "ok", sent=0))[0]] == ["cached"]
+    assert [s.id for s in breaker.offer(_score("bad", None, sent=0))[0]] == ["bad"]
+    assert [s.id for s in breaker.held] == ["g0"]
+    breaker.release()
     for name in "ghi":
         released, stop = breaker.offer(_score(name, refused))
     assert released == [] and stop and breaker.tripped == refused and breaker.streak == 3
