@@ -58,12 +58,16 @@ def run_samples(
     the progress bar and the preflight line (warnings still go to stderr).
 
     Raises before any sample is judged: :class:`~cigeval.results.ResultsLocked` when another
-    run holds ``out``, :class:`~cigeval.errors.ResultsWriteError` when ``out`` cannot be
-    written, :class:`~cigeval.errors.PreflightError` when a judge or tool is not usable,
-    :class:`~cigeval.errors.CigevalError` for a bad engine setup. After that it always
-    returns the :class:`RunResult`, also when Ctrl-C or SIGTERM stopped the run (then
-    ``stopped_by`` says so and the samples in flight are left for the next run). Each of
-    ``callbacks`` then gets the result; one that raises is reported in ``result.notes``.
+    run holds ``out`` (under any name), :class:`~cigeval.results.fingerprint.MixedSettings`
+    when ``out`` holds records made with other settings (unless
+    ``options.allow_mixed_settings``), :class:`~cigeval.errors.ResultsWriteError` when
+    ``out`` cannot be written, :class:`~cigeval.errors.PreflightError` when a judge or tool
+    is not usable, :class:`~cigeval.errors.CigevalError` for a bad engine setup. A write
+    that fails later raises ResultsWriteError too (``out`` ends with its last complete
+    record). Otherwise it returns the :class:`RunResult`, also when Ctrl-C, SIGTERM or the
+    circuit breaker stopped the run (``stopped_by`` says which; the samples not judged are
+    left for the next run). Each of ``callbacks`` then gets the result; one that raises is
+    reported in ``result.notes``.
     """
     options = options or RunOptions()
     engine = engine or EngineConfig()
