@@ -20,7 +20,9 @@ from cigeval.tools import ToolResult, register_tool, unregister_tool
 from cigeval.trace import Trace
 from tests.samples_factory import seven_task_samples
 
-NO_CACHE = RunConfig(use_cache=False)
+#: The scripted judges never ask for Grounding, whose weights are not on this machine, so
+#: the preflight (which would load them) is off.
+NO_CACHE = RunConfig(use_cache=False, preflight=False)
 
 
 def make_evaluator(script: Any, **kwargs: Any) -> tuple[Evaluator, ScriptedBackend]:

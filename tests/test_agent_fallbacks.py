@@ -21,7 +21,9 @@ from cigeval.tools.registry import TOOLS
 from tests.judge_view import RecordingDetector
 from tests.samples_factory import seven_task_samples
 
-NO_CACHE = RunConfig(use_cache=False)
+#: The scripted judges never ask for Grounding, whose weights are not on this machine, so
+#: the preflight (which would load them) is off.
+NO_CACHE = RunConfig(use_cache=False, preflight=False)
 
 
 @pytest.fixture

@@ -104,8 +104,11 @@ def test_each_concept_question_sees_its_own_half(samples, method: str) -> None:
         else:
             assert np.array_equal(np.asarray(decoded(reference)), np.asarray(half)), qid
         assert f"the {side} half of the side-by-side reference image" in view.text
-    # the planner (offered tools) sees the pair whole, named as both concepts side by side
-    _, planned = _evaluate(folder, "multi_concept_ic", fields, rule_judge(), method=method)
+    # the planner (offered tools) sees the pair whole, named as both concepts side by side;
+    # no preflight: the scripted judge never asks for Grounding, whose weights are not here
+    _, planned = _evaluate(
+        folder, "multi_concept_ic", fields, rule_judge(), method=method, preflight=False
+    )
     plan = next(r for r in planned if "### Questions" in request_text(r))
     sizes = [(p.label, (p.image.width, p.image.height)) for p in _image_parts(plan)]
     assert sizes == [("subject", pair.size), ("output", expected_size("output"))]

@@ -29,7 +29,7 @@ from cigeval.backends._spec import call_settings, endpoint_url, model_and_urls, 
 from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
 from cigeval.config import RunConfig
-from cigeval.errors import BackendError, ConfigError, PreflightError
+from cigeval.errors import BackendError, ConfigError, PreflightError, TransportError
 from cigeval.messages import (
     ImagePart,
     Message,
@@ -229,6 +229,7 @@ class OpenAIBackend:
             )
         attempts = 0
         last_error = "no attempt made"
+        transport: str | None = None  # why the last attempt could not reach the server
         while True:
             attempts += 1
             with self._lock:
@@ -236,6 +237,7 @@ class OpenAIBackend:
             url = self.base_urls[index]
             retry_after: float | None = None
             fatal_status = 0
+            transport = None
             try:
                 async with self._in_flight.slot():
                     if self.rate_limiter is not None:
@@ -260,10 +262,13 @@ class OpenAIBackend:
                     fatal_status = status
                 else:
                     retry_after = _retry_after(exc.response.headers)
+                    transport = "server_error" if status >= 500 else None
             except openai.APITimeoutError:
                 last_error = f"timed out after {self.timeout_s:g} s"
+                transport = "timeout"
             except openai.APIConnectionError as exc:
                 last_error = f"connection failed: {self._redact(_cause_text(exc))}"
+                transport = "connection"
             except (_MalformedReply, openai.APIResponseValidationError, ValueError) as exc:
                 last_error = f"unreadable reply: {self._redact(str(exc))[:300]}"
             else:
@@ -282,7 +287,10 @@ class OpenAIBackend:
             if fatal_status:
                 raise BackendError(self._failure(url, attempts, last_error, fatal_status))
             if attempts > self.max_retries:
-                raise BackendError(self._failure(url, attempts, last_error))
+                failure = self._failure(url, attempts, last_error)
+                if transport is not None:
+                    raise TransportError(failure, transport)
+                raise BackendError(failure)
             delay = self._delay(attempts, retry_after)
             logger.debug(
                 "%s attempt %d failed (%s); retrying in %.2f s",

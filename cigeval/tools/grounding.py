@@ -305,8 +305,11 @@ class GroundingTool:
 
     def preflight(self, config: EvalConfig) -> None:
         """Load the GroundingDINO weights now (blocking); :class:`PreflightError` names the
-        ways out when they cannot be loaded."""
+        ways out when they cannot be loaded. A detector given to this tool that does its own
+        detection (a subclass overriding ``detect``) loads nothing here."""
         detector = self.detector_for(config.grounding)
+        if type(detector).detect is not GroundingDinoDetector.detect:
+            return
         try:
             _load(detector.checkpoint, detector.device)
         except MissingDependency as exc:
