@@ -28,7 +28,8 @@ from cigeval.tools.registry import TOOLS
 from tests.judge_view import RecordingDetector, fidelity_samples, fill, judge_view
 from tests.tools.test_official_difference import reference_box, reference_highlight
 
-NO_CACHE = RunConfig(use_cache=False)
+# no preflight: the scripted judges never ask for Grounding, whose weights are not here
+NO_CACHE = RunConfig(use_cache=False, preflight=False)
 FOCUS = "Look closely at the highlighted parts of the image(s)."
 COORDINATES = re.compile(r"\[\d+, \d+, \d+, \d+\]")
 HIGHLIGHT_TOOLS = ("Grounding", "Difference")

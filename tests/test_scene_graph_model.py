@@ -52,7 +52,9 @@ def test_the_scene_graph_model_writes_the_graphs(tmp_path: Path, grapher: Any) -
     sample = sample_from_dict({"id": "s", "task": "text_guided_ig", **fields}, base_dir=tmp_path)
     judge = ScriptedBackend(_judge, name="judge")
     evaluator = Evaluator(
-        judge, run_config=RunConfig(use_cache=False), scene_graph_model="graphs:gpt-4o"
+        judge,
+        run_config=RunConfig(use_cache=False, preflight=False),
+        scene_graph_model="graphs:gpt-4o",
     )
     score = evaluator.evaluate(sample)
     assert score.ok, score.error
@@ -83,7 +85,9 @@ def test_without_it_the_judge_writes_the_graphs(tmp_path: Path) -> None:
         return rule_judge()(request)
 
     backend = ScriptedBackend(judge)
-    score = Evaluator(backend, run_config=RunConfig(use_cache=False)).evaluate(sample)
+    score = Evaluator(backend, run_config=RunConfig(use_cache=False, preflight=False)).evaluate(
+        sample
+    )
     assert score.ok and "scene_graph_model" not in score.to_record()["provenance"]
     assert [e.purpose for e in score.trace.model_calls()].count("scene_graph") == 1
 

@@ -19,7 +19,7 @@ def _evaluated(tmp_path: Path) -> Score:
     )
     # tool_use="any": Difference runs in text-guided editing too (the paper: mask-guided only)
     evaluator = cigeval.Evaluator(
-        judge, run_config=cigeval.RunConfig(use_cache=False), tool_use="any"
+        judge, run_config=cigeval.RunConfig(use_cache=False, preflight=False), tool_use="any"
     )
     return evaluator.evaluate(
         {

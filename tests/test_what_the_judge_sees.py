@@ -36,7 +36,8 @@ from tests.judge_view import (
     ticked,
 )
 
-NO_CACHE = RunConfig(use_cache=False)
+# no preflight: the scripted judges never ask for Grounding, whose weights are not here
+NO_CACHE = RunConfig(use_cache=False, preflight=False)
 METHODS = ("paper", "extended")
 
 

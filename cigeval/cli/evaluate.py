@@ -47,18 +47,13 @@ def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
     )
     p.description = (
         "Judge every sample of SAMPLES.jsonl (or of a Hugging Face dataset, --dataset) and "
-        "append one record per sample to --out. Rerunning with the same --out resumes: "
-        "finished ids are skipped. One run at a time per --out (a second one exits with "
-        "status 2), with one set of settings (a resume with other settings exits with status "
-        "2 naming them). Before the first sample, the judge and the offered tools are checked "
-        "(--no-preflight skips this)."
+        "append one record per sample to --out; rerunning with the same --out and settings "
+        "resumes (docs/runs.md)."
     )
     p.epilog = (
-        "exit status: 0 all ok; 1 some samples ended in error (their records are written); "
-        "2 nothing judged (usage error, failed preflight, --out in use, with other settings "
-        "or not writable); 3 stopped by the circuit breaker (the judge server is down); 130 "
-        "interrupted (Ctrl-C); 143 terminated (SIGTERM). After 3, 130 or 143, rerun the same "
-        "command to finish. The table: docs/exit-statuses.md"
+        "exit status: 0 all ok; 1 some samples ended in error; 2 nothing judged (usage, "
+        "preflight, --out in use or with other settings); 3 circuit breaker (server down); "
+        "130/143 interrupted. After 3, 130 or 143 rerun to finish (docs/exit-statuses.md)."
     )
     p.add_argument(
         "samples",

@@ -88,7 +88,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_a_readable_file(
         monkeypatch.setattr(jsonl.os, "write", real_write)
         err = capsys.readouterr().err
         assert status == 2
-        (line,) = [x for x in err.splitlines() if x.startswith("cigeval:")]
+        (line,) = [x for x in err.splitlines() if x.startswith("cigeval evaluate: error:")]
         assert "No space left on device" in line and "last complete record" in line
         assert "Traceback" not in err
         raw = out.read_bytes()
