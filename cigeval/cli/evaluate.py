@@ -51,9 +51,10 @@ def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
         "resumes (docs/runs.md)."
     )
     p.epilog = (
-        "exit status: 0 all ok; 1 some samples ended in error; 2 nothing judged (usage, "
-        "preflight, --out in use or with other settings); 3 circuit breaker (server down); "
-        "130/143 interrupted. After 3, 130 or 143 rerun to finish (docs/exit-statuses.md)."
+        "exit status: docs/exit-statuses.md has the table. 0 all ok; 1 some samples ended "
+        "in error; 2 nothing judged (usage, preflight, --out in use or with other settings); "
+        "3 circuit breaker (server down); 130/143 interrupted. After 3, 130 or 143 rerun to "
+        "finish."
     )
     p.add_argument(
         "samples",
