@@ -157,6 +157,11 @@ class Score(BaseModel):
         "(no credentials), the model names the server reported, the sha256 of the prompt "
         "templates and the finish reasons of its calls (see cigeval.evaluation.provenance).",
     )
+    score_range: tuple[float, float] | None = Field(
+        None,
+        description="The range of ``value`` when the rubric declares one other than 0 to 1 "
+        "(written to the record so readers check the value against it).",
+    )
     fingerprint: str | None = Field(
         None,
         description="The run fingerprint: a hash of every setting that can change a score "
@@ -211,6 +216,8 @@ class Score(BaseModel):
         record["config"] = self.config
         if self.provenance:
             record["provenance"] = self.provenance
+        if self.score_range is not None:
+            record["score_range"] = list(self.score_range)
         if self.fingerprint is not None:
             record["fingerprint"] = self.fingerprint
         if include_trace:
@@ -239,6 +246,7 @@ class Score(BaseModel):
             "config",
             "provenance",
             "fingerprint",
+            "score_range",
             "trace",
         }
         passthrough = {k: v for k, v in record.items() if k not in known}
@@ -261,6 +269,7 @@ class Score(BaseModel):
             config=record.get("config") or {},
             provenance=record.get("provenance") or {},
             fingerprint=record.get("fingerprint"),
+            score_range=_range_or_none(record.get("score_range")),
             trace=Trace.model_validate({"events": record.get("trace") or []}),
             passthrough=passthrough,
         )
@@ -341,3 +350,12 @@ def _sub_score_text(sub: SubScore) -> str:
     if sub.error:
         text += f"; error: {_shorten(sub.error)}"
     return text
+
+
+def _range_or_none(value: Any) -> tuple[float, float] | None:
+    """A record's ``score_range`` as a pair of numbers, or None when it has no usable one."""
+    if isinstance(value, list | tuple) and len(value) == 2:
+        low, high = value
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)):
+            return float(low), float(high)
+    return None

@@ -115,6 +115,7 @@ def assemble_score(
         sub_scores=list(verdict.sub_scores),
         error=error,
         error_kind=f"transport.{transport_failure}" if error and transport_failure else None,
+        score_range=None if score_range == DEFAULT_SCORE_RANGE else score_range,
         dimensions=dict(verdict.dimensions),
         details=dict(verdict.details),
         spread=verdict.spread,

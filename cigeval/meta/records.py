@@ -6,7 +6,8 @@ apart: each row carries its ``fingerprint`` and :func:`cigeval.meta.split_runs` 
 separate evaluators. Within a run one record per sample id counts, the last one written
 (:func:`cigeval.results.last_record_per_id`: a rerun replaces the earlier record); the ids
 dropped are listed in ``frame.attrs["duplicate_ids"]``. Every score is a finite number in the
-record's range ([0, 1] unless the record declares ``score_range``); anything else is an error
+record's range (:func:`cigeval.rubrics.base.record_score_range`: [0, 1] unless the record
+or its rubric declares another); anything else is an error
 naming the file, the line and the field, or with ``lenient`` a missing value.
 """
 
@@ -23,20 +24,11 @@ from cigeval.errors import InputError
 from cigeval.meta.cells import BadCell, check_number
 from cigeval.meta.frames import MissingPolicy, evaluator_frame, record_uid, task_id
 from cigeval.meta.human import DIMENSIONS, KEY
-
-#: The range of a score when a record does not declare one.
-DEFAULT_RANGE = (0.0, 1.0)
+from cigeval.rubrics.base import record_score_range
 
 
 def _score_range(record: Mapping[str, Any]) -> tuple[float, float]:
-    declared = record.get("score_range")
-    if (
-        isinstance(declared, list | tuple)
-        and len(declared) == 2
-        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in declared)
-    ):
-        return float(declared[0]), float(declared[1])
-    return DEFAULT_RANGE
+    return record_score_range(record)
 
 
 class _Reader:

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from cigeval.results.jsonl import SkippedLine, last_record_per_id, read_records
-from cigeval.rubrics.base import DEFAULT_SCORE_RANGE, out_of_range
+from cigeval.rubrics.base import out_of_range, record_score_range
 
 #: The generator label of a record without a ``model`` field.
 NO_GENERATOR = "(no model)"
@@ -69,20 +68,8 @@ def score_of(record: Mapping[str, Any]) -> float | None:
 
 
 def score_range(record: Mapping[str, Any]) -> tuple[float, float]:
-    """The range of the record's rubric: its declared ``score_range`` when the rubric is
-    registered here, else 0 to 1."""
-    return _rubric_range(str(record.get("rubric") or "cigeval"))
-
-
-@lru_cache(maxsize=64)
-def _rubric_range(name: str) -> tuple[float, float]:
-    from cigeval.rubrics import get_rubric
-    from cigeval.rubrics.base import score_range_of
-
-    try:
-        return score_range_of(get_rubric(name))
-    except Exception:  # a rubric not registered in this process: the default range
-        return DEFAULT_SCORE_RANGE
+    """The range of the record's score (:func:`cigeval.rubrics.base.record_score_range`)."""
+    return record_score_range(record)
 
 
 def record_problem(record: Mapping[str, Any]) -> str | None:

@@ -12,6 +12,7 @@ import pytest
 from cigeval import Evaluator, ScriptedBackend
 from cigeval.config import RunConfig
 from cigeval.report import build_report
+from cigeval.report.data import score_of
 from cigeval.results import read_records
 from cigeval.results.fingerprint import MixedSettings
 from cigeval.rubrics import register_rubric
@@ -166,3 +167,6 @@ def test_a_value_outside_the_rubrics_range_is_an_error_at_the_source(
         assert result.exit_status == 1
     else:
         assert record["score"] == value
+        # a declared range travels with the record: read back after the rubric is gone
+        assert record.get("score_range") == (list(declared) if declared else None)
+        assert score_of(record) == value
