@@ -26,7 +26,8 @@ from typing import Any, Generic, TypeVar
 from cigeval.backends._spec import endpoint_url, public_url
 from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
-from cigeval.errors import BackendError, ConfigError
+from cigeval.backends.reachability import note_attempt
+from cigeval.errors import BackendError, ConfigError, TransportError
 from cigeval.messages import ModelRequest, ModelResponse
 
 logger = logging.getLogger("cigeval.backends")
@@ -53,6 +54,8 @@ class CallFailure:
     status: int = 0
     retryable: bool = True
     retry_after: float | None = None
+    #: Why the request did not reach a server (connection, timeout, server_error), or None.
+    transport: str | None = None
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -86,13 +89,16 @@ def sdk_failure(exc: BaseException, sdk: ModuleType) -> CallFailure | None:
         retryable = status in RETRYABLE_STATUS or status >= 500
         response = getattr(exc, "response", None)
         wait = retry_after_seconds(getattr(response, "headers", None)) if retryable else None
-        return CallFailure(f"HTTP {status}: {error_message(exc)}", status, retryable, wait)
+        transport = "server_error" if status >= 500 else None
+        return CallFailure(
+            f"HTTP {status}: {error_message(exc)}", status, retryable, wait, transport
+        )
     if isinstance(exc, sdk.APITimeoutError):
-        return CallFailure("timed out")
+        return CallFailure("timed out", transport="timeout")
     if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         detail = f"{exc}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
-        return CallFailure(f"connection failed: {detail}")
+        return CallFailure(f"connection failed: {detail}", transport="connection")
     if isinstance(exc, sdk.APIResponseValidationError | UnreadableReply):
         return CallFailure(f"unreadable reply: {str(exc)[:300]}")
     return None
@@ -248,14 +254,19 @@ class RetryingBackend:
                 if failure is None:
                     raise
             else:
+                note_attempt(None)
                 if self.rate_limiter is not None:
                     self.rate_limiter.settle(estimate, response.usage.total_tokens)
                 latency = time.perf_counter() - started
                 return dataclasses.replace(response, latency_s=latency)
+            note_attempt(failure.transport, self.redact(failure.detail))  # the breaker's watch
             # Raised here, outside the except clause, so that the SDK's exception (whose
             # request still holds the credentials) is not chained as __context__.
             if not failure.retryable or attempts > self.max_retries:
-                raise BackendError(self._failure_message(url, attempts, failure))
+                message = self._failure_message(url, attempts, failure)
+                if failure.transport is not None:
+                    raise TransportError(message, failure.transport)
+                raise BackendError(message)
             delay = self._delay(attempts, failure.retry_after)
             logger.debug(
                 "%s attempt %d failed (%s); retrying in %.2f s",

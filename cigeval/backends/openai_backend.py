@@ -28,6 +28,7 @@ from openai.types.chat import ChatCompletion
 from cigeval.backends._spec import call_settings, endpoint_url, model_and_urls, public_url
 from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
+from cigeval.backends.reachability import note_attempt
 from cigeval.config import RunConfig
 from cigeval.errors import BackendError, ConfigError, PreflightError, TransportError
 from cigeval.messages import (
@@ -272,6 +273,7 @@ class OpenAIBackend:
             except (_MalformedReply, openai.APIResponseValidationError, ValueError) as exc:
                 last_error = f"unreadable reply: {self._redact(str(exc))[:300]}"
             else:
+                note_attempt(None)
                 if self.rate_limiter is not None:
                     self.rate_limiter.settle(estimate, usage.total_tokens)
                 return ModelResponse(
@@ -282,6 +284,7 @@ class OpenAIBackend:
                     finish_reason=finish_reason,
                     endpoint=_endpoint_url(url),
                 )
+            note_attempt(transport, last_error)  # for the run's circuit breaker
             # Raised here, outside the except clauses, so that the client's exception (whose
             # request still holds the Authorization header) is not chained as __context__.
             if fatal_status:

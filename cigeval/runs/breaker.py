@@ -1,7 +1,13 @@
 """The circuit breaker: a run stops when its judge server is down, instead of failing every
 remaining sample.
 
-N samples in a row (``--circuit-breaker N``, default 10, 0 = off) that end in error because
+Two rules stop the run, both off with ``--circuit-breaker 0``. The first watches requests:
+when, for ``--circuit-breaker-seconds`` (default 20), no request of the run reached the judge's
+server while at least N of them failed to (:mod:`cigeval.backends.reachability`; calls still
+waiting out their retries count), the server is down, and the samples in flight are stopped
+without a record. This is what stops a run quickly: a call gives up only after its retries
+(about 30 s with the default six). The second watches samples:
+N samples in a row (``--circuit-breaker N``, default 10) that end in error because
 a model call could not reach the server for the same reason (``Score.error_kind``:
 connection refused or reset, timeout, HTTP 5xx) stop the run. While such a streak is
 shorter than N its records are held back; a sample the server answered (ok, or an error of
@@ -14,13 +20,25 @@ plain rerun judges them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from cigeval.backends.reachability import ServersDown, ServerWatch
     from cigeval.score import Score
 
 #: The ``error_kind`` prefix of a failure to reach the server.
 TRANSPORT = "transport."
+
+
+@dataclass(frozen=True)
+class ServerWatching:
+    """The breaker's request rule as an engine sees it: the run's watch over its requests,
+    and what to call when the watch says the servers are down (True: stop the run now)."""
+
+    watch: ServerWatch
+    on_down: Callable[[ServersDown], bool]
 
 
 class CircuitBreaker:
@@ -34,6 +52,8 @@ class CircuitBreaker:
         self.tripped: str | None = None
         self.message: str | None = None
         self.streak = 0
+        #: Seconds without a request reaching the server when the request rule tripped.
+        self.unreachable_s: float | None = None
 
     def offer(self, score: Score) -> tuple[list[Score], bool]:
         """The Scores to write now (``score`` and any held before it, or none), and whether
@@ -54,6 +74,13 @@ class CircuitBreaker:
         self.tripped, self.message, self.streak = kind, score.error, len(self.held)
         self.held = []
         return released, True
+
+    def trip_unreachable(self, kind: str, message: str, seconds: float) -> None:
+        """Stop because no request reached the server for ``seconds`` (the request rule):
+        the samples held so far get no record, as when the sample rule trips."""
+        self.tripped, self.message = kind, message
+        self.streak, self.held = len(self.held), []
+        self.unreachable_s = seconds
 
     def release(self) -> list[Score]:
         """The Scores still held (the run ended another way: they are written)."""

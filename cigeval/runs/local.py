@@ -14,7 +14,22 @@ from cigeval.runs.signals import SIGINT, Stop, cancel_on_sigterm
 
 if TYPE_CHECKING:
     from cigeval.evaluation import Evaluator, SampleInput
+    from cigeval.runs.breaker import ServerWatching
     from cigeval.score import Score
+
+
+#: How often the run's watch is asked whether the judge's servers are down (seconds).
+WATCH_INTERVAL_S = 0.5
+
+
+async def _watch(servers: ServerWatching, main: asyncio.Task[Any]) -> None:
+    """Cancel ``main`` once the watch says the servers are down and the run agrees to stop."""
+    while True:
+        await asyncio.sleep(WATCH_INTERVAL_S)
+        seen = servers.watch.down()
+        if seen is not None and servers.on_down(seen):
+            main.cancel()
+            return
 
 
 class LocalEngine:
@@ -34,14 +49,20 @@ class LocalEngine:
         refresh_ids: Collection[str],
         accept: Callable[[Score], bool],
         stop: Stop,
+        servers: ServerWatching | None = None,
     ) -> None:
         """Hand each Score to ``accept`` as its sample finishes, until the items run out,
-        ``accept`` returns False, or a signal stops the run (its name goes to ``stop``)."""
+        ``accept`` returns False, or a signal stops the run (its name goes to ``stop``).
+
+        With ``servers``, the run also stops (the samples in flight cancelled, without a
+        record) once its watch says no request reaches the judge's servers any more."""
         evaluator = self.evaluator
 
         async def consume() -> None:
             loop = asyncio.get_running_loop()
-            handled = cancel_on_sigterm(loop, asyncio.current_task(), stop.request)
+            main = asyncio.current_task()
+            handled = cancel_on_sigterm(loop, main, stop.request)
+            watching = asyncio.ensure_future(_watch(servers, main)) if servers and main else None
             try:
                 stream = evaluator.stream(
                     items, evaluator.run_config.concurrency, refresh_ids=refresh_ids
@@ -51,6 +72,8 @@ class LocalEngine:
                         if not accept(score):
                             break
             finally:
+                if watching is not None:
+                    watching.cancel()
                 if handled:
                     loop.remove_signal_handler(signal.SIGTERM)
                 await evaluator.aclose()

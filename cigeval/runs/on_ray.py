@@ -21,6 +21,7 @@ from cigeval.runs.signals import SIGINT, SIGTERM, Stop, Terminated, raise_on_sig
 if TYPE_CHECKING:
     from cigeval.engines.ray_engine import WorkerSpec
     from cigeval.evaluation import Evaluator, SampleInput
+    from cigeval.runs.breaker import ServerWatching
     from cigeval.score import Score
 
 
@@ -97,9 +98,13 @@ class RayEngine:
         refresh_ids: Collection[str],
         accept: Callable[[Score], bool],
         stop: Stop,
+        servers: ServerWatching | None = None,
     ) -> None:
         """Send the items to the workers; hand each Score to ``accept`` as it comes back,
-        until they run out, ``accept`` returns False, or a signal stops the run."""
+        until they run out, ``accept`` returns False, or a signal stops the run.
+
+        ``servers`` is not used: the requests are made in the workers, where the run's
+        watch cannot see them, so only the breaker's sample rule applies on Ray."""
         from cigeval.engines._rows import decode_record, encode_items
         from cigeval.engines.ray_engine import judge_dataset
         from cigeval.score import Score

@@ -59,3 +59,11 @@ class RunOptions(BaseModel):
         "get no record, so a rerun resumes; 0 turns it off",
         json_schema_extra={"flag": "--circuit-breaker", "metavar": "N"},
     )
+    circuit_breaker_s: float = Field(
+        20.0,
+        gt=0,
+        description="also stop the run (exit status 3) when, for this many seconds, no "
+        "request reached the judge's server while at least --circuit-breaker requests "
+        "failed to (calls still retrying included); local engine only",
+        json_schema_extra={"flag": "--circuit-breaker-seconds", "metavar": "SECONDS"},
+    )

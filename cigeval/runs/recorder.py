@@ -9,6 +9,7 @@ from cigeval.runs.breaker import CircuitBreaker
 from cigeval.runs.signals import CIRCUIT_BREAKER, Stop
 
 if TYPE_CHECKING:
+    from cigeval.backends.reachability import ServersDown
     from cigeval.results.jsonl import ResultsWriter
     from cigeval.results.summary import RunSummary
     from cigeval.runs.options import RunOptions
@@ -64,6 +65,14 @@ class Recorder:
         if trip:
             self.stop.request(CIRCUIT_BREAKER)
             return False
+        return True
+
+    def servers_down(self, seen: ServersDown) -> bool:
+        """The request rule of the breaker: stop the run (True when this is why it stops)."""
+        if not self.stop.request(CIRCUIT_BREAKER):
+            return False
+        message = f"{seen.failures} requests failed, the last: {seen.detail}"
+        self.breaker.trip_unreachable(f"transport.{seen.reason}", message, seen.seconds)
         return True
 
     def finish(self) -> None:

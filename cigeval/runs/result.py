@@ -71,7 +71,11 @@ class RunResult:
             "duplicates": self.duplicates,
             "stopped_by": self.stopped_by,
             "circuit_breaker": (
-                {"reason": self.breaker.tripped, "streak": self.breaker.streak}
+                {
+                    "reason": self.breaker.tripped,
+                    "streak": self.breaker.streak,
+                    "unreachable_s": self.breaker.unreachable_s,
+                }
                 if self.breaker is not None
                 else None
             ),
@@ -83,7 +87,15 @@ class RunResult:
         lines = [self.summary.render(self.wall_s)]
         if self.duplicates:
             lines.append(f"{self.duplicates} repeated sample id(s) were not evaluated")
-        if self.breaker is not None:
+        if self.breaker is not None and self.breaker.unreachable_s is not None:
+            lines.append(
+                f"cigeval: stopped by the circuit breaker: no request reached the judge for "
+                f"{self.breaker.unreachable_s:.0f} s ({self.breaker.tripped}; "
+                f"{self.breaker.message}). The samples in flight have no record: once the "
+                "server answers, rerun the same command to resume (--circuit-breaker 0 turns "
+                "the breaker off)"
+            )
+        elif self.breaker is not None:
             lines.append(
                 f"cigeval: stopped by the circuit breaker: {self.breaker.streak} samples in a "
                 f"row could not reach the judge ({self.breaker.tripped}; the last: "

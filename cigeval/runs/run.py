@@ -15,11 +15,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cigeval.backends.reachability import ServerWatch, watching_servers
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import InputError, ResultsWriteError
 from cigeval.results.jsonl import ResultsWriter
 from cigeval.results.lock import ResultsLock
 from cigeval.results.summary import RunSummary
+from cigeval.runs.breaker import ServerWatching
 from cigeval.runs.local import LocalEngine
 from cigeval.runs.on_ray import RayEngine
 from cigeval.runs.options import RunOptions
@@ -138,9 +140,15 @@ def _judge(
         total = expected_total(source, writer.finished, options.limit)
         progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)
         recorder = Recorder(writer, summary, options, stop, progress)
+        servers = None
+        if options.circuit_breaker > 0:
+            watch = ServerWatch(options.circuit_breaker_s, options.circuit_breaker)
+            servers = ServerWatching(watch, recorder.servers_down)
         try:
-            with counting_calls(progress):  # model calls and tokens as they happen
-                runner.judge(pending, writer.retrying, recorder.accept, stop)
+            # model calls and tokens on the bar as they happen; every request's outcome
+            # for the circuit breaker
+            with counting_calls(progress), watching_servers(servers.watch if servers else None):
+                runner.judge(pending, writer.retrying, recorder.accept, stop, servers)
             recorder.finish()
         finally:
             progress.close()

@@ -14,6 +14,7 @@ import pytest
 
 from cigeval import Evaluator, ScriptedBackend
 from cigeval.backends.openai_backend import OpenAIBackend
+from cigeval.backends.reachability import ServerWatch, note_attempt, watching_servers
 from cigeval.cli import main
 from cigeval.config import RunConfig
 from cigeval.errors import TransportError
@@ -141,7 +142,20 @@ def _server_process(port: int) -> subprocess.Popen[bytes]:
     return process
 
 
-def test_a_server_killed_mid_run_stops_it_and_a_plain_rerun_finishes(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        # calls give up fast: ten failed samples in a row trip the sample rule
+        (["--max-retries", "2", "--retry-backoff", "0.1"], "samples in a row"),
+        # the default retries (a call gives up after ~30 s): the request rule trips first,
+        # while every call is still retrying (its window shortened from 20 s for the test)
+        (["--circuit-breaker-seconds", "3"], "no request reached the judge for"),
+    ],
+    ids=["sample-rule", "request-rule-default-retries"],
+)
+def test_a_server_killed_mid_run_stops_it_and_a_plain_rerun_finishes(
+    tmp_path: Path, flags: list[str], said: str
+) -> None:
     rows = distinct_samples(tmp_path, 60)
     samples = write_jsonl(tmp_path / "samples.jsonl", rows)
     out = tmp_path / "out.jsonl"
@@ -150,7 +164,7 @@ def test_a_server_killed_mid_run_stops_it_and_a_plain_rerun_finishes(tmp_path: P
     argv = [
         "evaluate", str(samples), "--model", "openai:judge-model", "--base-url", url,
         "--out", str(out), "--quiet", "--no-preflight", "--tools", "Difference",
-        "--concurrency", "4", "--max-retries", "2", "--retry-backoff", "0.1",
+        "--concurrency", "4", *flags,
     ]  # fmt: skip
     env = {
         **os.environ,
@@ -176,7 +190,7 @@ def test_a_server_killed_mid_run_stops_it_and_a_plain_rerun_finishes(tmp_path: P
     text = err.decode()
     assert run.returncode == EXIT_CIRCUIT_BREAKER, text
     assert stopped_in < 30, stopped_in
-    assert "stopped by the circuit breaker" in text and "Traceback" not in text
+    assert "stopped by the circuit breaker" in text and said in text and "Traceback" not in text
     records = list(read_records(out))
     assert len([r for r in records if r["status"] == "error"]) <= 10
     assert 3 <= len(records) < len(rows)
@@ -190,3 +204,42 @@ def test_a_server_killed_mid_run_stops_it_and_a_plain_rerun_finishes(tmp_path: P
     final = list(read_records(out))
     assert sorted(r["id"] for r in final) == sorted(r["id"] for r in rows)
     assert status == 0, [r["error"] for r in final if r["status"] == "error"]
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_watch_says_down_only_after_the_window_with_enough_failures_and_no_success() -> None:
+    clock = _Clock()
+    watch = ServerWatch(window_s=20, min_failures=3, clock=clock)
+    watch.attempt("connection", "refused")
+    clock.now += 25
+    assert watch.down() is None  # one failure is not enough, however long ago
+    watch.attempt("connection", "refused")
+    watch.attempt("timeout", "timed out after 120 s")
+    seen = watch.down()
+    assert seen is not None and (seen.reason, seen.failures) == ("timeout", 3)
+    assert seen.seconds == 25 and seen.detail == "timed out after 120 s"
+    watch.attempt(None)  # a request reached the server (any answer): the count starts over
+    assert watch.down() is None
+    for _ in range(3):
+        watch.attempt("server_error", "HTTP 503")
+    clock.now += 19
+    assert watch.down() is None  # not yet 20 s without a request getting through
+    clock.now += 1
+    assert watch.down() is not None
+
+
+def test_attempts_reach_the_watch_of_the_run_only() -> None:
+    watch = ServerWatch(window_s=0.0, min_failures=1)
+    note_attempt("connection", "refused")  # outside a watched run: nobody hears it
+    assert watch.down() is None
+    with watching_servers(watch):
+        note_attempt("connection", "refused")
+    note_attempt(None)  # after the block: not this run's
+    assert watch.down() is not None
