@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cigeval._version import __version__
+from cigeval.comparisons.inputs import is_preference_record
 from cigeval.report import plots
 from cigeval.report.cards import CSS as CARD_CSS
 from cigeval.report.cards import degraded_count, figure, sample_card
@@ -386,7 +387,7 @@ def _agreement_table(agreements: list[JudgeAgreement]) -> str:
 def _scores_by_group(run: Run) -> dict[tuple[str, str], list[float]]:
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     for record in run.records:
-        value = score_of(record)
+        value = None if is_preference_record(record) else score_of(record)
         if value is not None:
             groups[(generator_of(record), str(record.get("task", "?")))].append(value)
     return groups

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cigeval.comparisons.inputs import is_preference_record
 from cigeval.report.data import NO_GENERATOR, Run, generator_of, score_of
 
 #: Resamples are drawn in blocks of this many, so a large group never needs a huge matrix.
@@ -113,6 +114,8 @@ def leaderboard(run: Run, n_boot: int = 1000, level: float = 0.95, seed: int = 0
     tasks: dict[str, None] = {}
     generators: dict[str, None] = {}
     for record in run.records:
+        if is_preference_record(record):
+            continue  # a preference between candidates, not a score: the Compare section
         key = (generator_of(record), str(record.get("task", "?")))
         generators.setdefault(key[0], None)
         tasks.setdefault(key[1], None)

@@ -133,3 +133,17 @@ def test_the_compare_section_renders_in_chromium(tmp_path):
         assert max(ImageStat.Stat(shot).var) > 100, "the forest plot is blank"
         assert problems == []
         browser.close()
+
+
+def test_preference_records_stay_out_of_the_leaderboard() -> None:
+    """A pairwise record's score is the share of presentation orders that agree, not a
+    quality score: it belongs to the Compare section, never to a generator's mean."""
+    from cigeval.report.data import Run
+    from cigeval.report.stats import leaderboard
+
+    common = {"task": "text_guided_ig", "status": "ok"}
+    scored = {**common, "id": "s1", "rubric": "cigeval", "score": 0.8, "model": "GenA"}
+    details = {"candidates": ["A", "B"], "preference": "tie"}
+    preference = {**common, "id": "p1", "rubric": "pairwise", "score": 0.5, "details": details}
+    board = leaderboard(Run("judge", "mem", [scored, preference]), n_boot=10)
+    assert list(board.overall) == ["GenA"] and board.overall["GenA"].n == 1
