@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from cigeval.cli._common import EXIT_OK, UsageError
+from cigeval.cli._interval_flags import add_interval_flags, add_json_file_flag
 
 
 def configure_compare_parser(p: argparse.ArgumentParser) -> None:
@@ -21,26 +22,8 @@ def configure_compare_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("results", type=Path, nargs="+", help="results JSONL file(s) of `evaluate`")
     p.add_argument("--baseline", required=True, metavar="GEN", help="the generator to beat")
-    p.add_argument(
-        "--bootstrap",
-        type=int,
-        default=2000,
-        metavar="N",
-        help="bootstrap resamples of the conditions (default: %(default)s)",
-    )
-    p.add_argument(
-        "--confidence",
-        type=float,
-        default=0.95,
-        help="confidence level of the intervals (default: %(default)s)",
-    )
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
-    p.add_argument(
-        "--json",
-        type=Path,
-        metavar="FILE",
-        help="also write the result as JSON to FILE ('-': print the JSON instead of the table)",
-    )
+    add_interval_flags(p, 2000, "the conditions")
+    add_json_file_flag(p)
 
 
 def run_compare(args: argparse.Namespace) -> int:

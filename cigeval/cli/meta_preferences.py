@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cigeval.cli._interval_flags import add_interval_flags, add_json_file_flag
+
 #: The layouts (kept here so building the parser imports nothing heavy).
 LAYOUT_CHOICES = ("auto", "cigeval", "generic", "genai-bench", "editreward-bench", "mmrb2")
 
@@ -39,15 +41,8 @@ def add_preferences_command(commands: Any) -> None:
         help="MMRB2: the benchmark file with the human choices (e.g. benchmark/edit.json)",
     )
     p.add_argument("--task", help="the task name of every item (default: the file's own)")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples")
-    p.add_argument("--confidence", type=float, default=0.95, help="interval level")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument(
-        "--json",
-        type=Path,
-        metavar="FILE",
-        help="also write the result as JSON to FILE ('-': print the JSON instead of the table)",
-    )
+    add_interval_flags(p, 1000, "the items")
+    add_json_file_flag(p)
 
 
 def run_preferences(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from cigeval.cli._common import EXIT_OK, UsageError
+from cigeval.cli._interval_flags import add_interval_flags
 
 
 def configure_report_parser(p: argparse.ArgumentParser) -> None:
@@ -22,20 +23,7 @@ def configure_report_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("results", type=Path, nargs="+", help="results JSONL file(s) of `evaluate`")
     p.add_argument("-o", "--out", type=Path, required=True, help="the HTML file to write")
-    p.add_argument(
-        "--bootstrap",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples for the intervals (default: %(default)s)",
-    )
-    p.add_argument(
-        "--confidence",
-        type=float,
-        default=0.95,
-        help="confidence level of the intervals (default: %(default)s)",
-    )
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    add_interval_flags(p, 1000, "the samples")
     p.add_argument(
         "--thumbnail-size",
         type=int,
