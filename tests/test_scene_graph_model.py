@@ -103,3 +103,6 @@ def test_the_flag_reaches_the_record(tmp_path: Path, monkeypatch: pytest.MonkeyP
     record = json.loads(out.read_text().splitlines()[0])
     assert record["config"]["scene_graph_model"] == spec
     assert record["provenance"]["scene_graph_model"] == "openai:graph-model"
+    # the scene-graph model's requests count in the sample's usage like the judge's
+    graphs = [r for r in server.requests if r.body.get("model") == "graph-model"]
+    assert graphs and record["usage"]["http_attempts"] == len(server.requests)

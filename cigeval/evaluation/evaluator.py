@@ -33,6 +33,7 @@ from cigeval.evaluation.assemble import (
 from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
 from cigeval.image_store import ImageStore, image_location
 from cigeval.images import EncodedImage
+from cigeval.messages import GenerationSettings
 from cigeval.prompts import templates_sha256
 from cigeval.results.fingerprint import compute_fingerprint, fingerprint_settings
 from cigeval.rubrics import get_rubric
@@ -289,26 +290,18 @@ class Evaluator:
 
     async def _judge_once(
         self, sample: Sample, images: dict[str, Any], judge: Judge, encoded: dict[int, Any]
-    ) -> tuple[Verdict, JudgeSession, Trace]:
+    ) -> tuple[Verdict, list[JudgeSession], Trace]:
+        """One judge's verdict on a sample, with the sessions that asked (the judge's, and the
+        scene-graph model's when it is set apart) and their shared trace."""
         trace = Trace()
         config = self.config
         if judge.prompt_dir != config.prompt_dir:
             config = config.model_copy(update={"prompt_dir": judge.prompt_dir})
-        session = JudgeSession(
-            judge.backend,
-            judge.settings,
-            trace,
-            config.max_parse_retries,
-            judge.prompt_dir,
-            templates_sha256(judge.prompt_dir),
-            max_tokens_cap=config.token_cap,
-            max_reply_chars=config.max_reply_chars,
-        )
-        scene_graph = None
-        if self.scene_graph_backend is not None:
-            scene_graph = JudgeSession(
-                self.scene_graph_backend,
-                config.generation(),
+
+        def session(backend: Backend, settings: GenerationSettings) -> JudgeSession:
+            return JudgeSession(
+                backend,
+                settings,
                 trace,
                 config.max_parse_retries,
                 judge.prompt_dir,
@@ -316,25 +309,26 @@ class Evaluator:
                 max_tokens_cap=config.token_cap,
                 max_reply_chars=config.max_reply_chars,
             )
+
+        sessions = [session(judge.backend, judge.settings)]
+        if self.scene_graph_backend is not None:
+            sessions.append(session(self.scene_graph_backend, config.generation()))
         run = SampleRun(
             sample,
             images,
             config,
-            session,
+            sessions[0],
             trace,
             self.tool_cache,
             _encoded=encoded,
-            scene_graph=scene_graph,
+            scene_graph=sessions[1] if len(sessions) > 1 else None,
         )
         try:
             verdict = await self.rubric.evaluate(run)
         except Exception as exc:  # one failed judgment must never stop the others
             verdict = Verdict.failure(exc)
             trace.add(ErrorEvent(stage="evaluate", message=verdict.error or ""))
-        if scene_graph is not None:  # the sample's usage counts the scene-graph calls too
-            session.calls += scene_graph.calls
-            session.usage = session.usage + scene_graph.usage
-        return verdict, session, trace
+        return verdict, sessions, trace
 
     async def evaluate_async(self, item: SampleInput, *, refresh_cache: bool = False) -> Score:
         """Judge one sample. Never raises for a bad sample: the Score says ``error`` and why.
@@ -405,14 +399,20 @@ class Evaluator:
             judge=self.judge_identity,
             config=self._config_record(),
             passthrough=sample.passthrough(),
-            usage=usage_of((s for _, s, _ in outcomes), trace, wall_ms),
+            usage=usage_of((s for _, group, _ in outcomes for s in group), trace, wall_ms),
             images=images,
             input_images=input_images,
             image_files=image_files,
             provenance=self._provenance([t for _, _, t in outcomes]),
             score_range=score_range_of(self.rubric),
             transport_failure=next(
-                (s.transport_failure for _, s, _ in outcomes if s.transport_failure), None
+                (
+                    s.transport_failure
+                    for _, group, _ in outcomes
+                    for s in group
+                    if s.transport_failure
+                ),
+                None,
             ),
         )
 
