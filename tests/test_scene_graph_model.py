@@ -97,7 +97,12 @@ def test_the_flag_reaches_the_record(tmp_path: Path, monkeypatch: pytest.MonkeyP
     fields = fidelity_samples(tmp_path)["text_guided_ig"]
     samples = write_jsonl(tmp_path / "s.jsonl", [{"id": "s", "task": "text_guided_ig", **fields}])
     out = tmp_path / "r.jsonl"
-    with FakeOpenAIServer(rule_judge()) as server:
+    def judge_or_grapher(request: Any) -> str:  # one server answers both models
+        if "RULES:" in request_text(request) or "### Questions" in request_text(request):
+            return _judge(request)
+        return json.dumps(GRAPH)
+
+    with FakeOpenAIServer(judge_or_grapher) as server:
         spec = f"openai:graph-model@{server.base_url}"
         assert evaluate_cli(server, samples, out, "--scene-graph-model", spec, "--no-cache") == 0
     record = json.loads(out.read_text().splitlines()[0])
