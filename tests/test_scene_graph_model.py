@@ -97,6 +97,7 @@ def test_the_flag_reaches_the_record(tmp_path: Path, monkeypatch: pytest.MonkeyP
     fields = fidelity_samples(tmp_path)["text_guided_ig"]
     samples = write_jsonl(tmp_path / "s.jsonl", [{"id": "s", "task": "text_guided_ig", **fields}])
     out = tmp_path / "r.jsonl"
+
     def judge_or_grapher(request: Any) -> str:  # one server answers both models
         if "RULES:" in request_text(request) or "### Questions" in request_text(request):
             return _judge(request)
