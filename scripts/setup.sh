@@ -10,8 +10,14 @@ fi
 python -m pip install --quiet --upgrade pip
 python -m pip install --quiet "torch==2.13.0"
 # The litellm extra is left out on purpose: LiteLLM pins openai<3 and huggingface-hub<2, which
-# would move the whole environment back (its tests skip; docs/judges/litellm.md).
+# would move the whole environment back (docs/judges/litellm.md). It gets an environment of its
+# own below, where scripts/test.sh runs the litellm: tests.
 python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train,ray,anthropic,datasets,wandb,mlflow]"
+# cigeval without torch, plus LiteLLM (about a minute): the litellm: judge's tests run there.
+if [ ! -x .venv-litellm/bin/python ]; then
+  { python3 -m venv .venv-litellm && .venv-litellm/bin/python -m pip install --quiet -e ".[dev,litellm]"; } \
+    || echo "setup.sh: could not set up .venv-litellm; the litellm: tests will be skipped" >&2
+fi
 # fakellm, a third-party server of the Anthropic messages API (tests/test_fakellm_judge.py), in
 # an environment of its own: its FastAPI/uvicorn pins need not meet the project's. The test
 # skips without it; tests/anthropic_server.py covers the same path in-process.
