@@ -7,6 +7,7 @@ import hashlib
 import io
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -192,9 +193,14 @@ class EncodedImage:
         data = buffer.getvalue()
         return cls(data, mime, hashlib.sha256(data).hexdigest(), rgb.width, rgb.height)
 
-    def data_uri(self) -> str:
-        """The image as a ``data:`` URI, the form OpenAI-compatible servers accept."""
+    @cached_property
+    def _data_uri(self) -> str:
         return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+    def data_uri(self) -> str:
+        """The image as a ``data:`` URI, the form OpenAI-compatible servers accept (built
+        once per encoded image)."""
+        return self._data_uri
 
     def to_pil(self) -> Image.Image:
         """Decode back to a PIL image."""

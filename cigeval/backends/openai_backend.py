@@ -9,10 +9,15 @@ message, a repr or a log line.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import itertools
+import json
 import logging
 import os
 import random
+import ssl
+import sys
 import threading
 import time
 import weakref
@@ -23,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import openai
+import orjson
 from openai.types.chat import ChatCompletion
 
 from cigeval.backends.attempts import note_http_attempt
@@ -50,11 +56,6 @@ OPENAI_URL = "https://api.openai.com/v1"
 PREFLIGHT_TIMEOUT_S = 10.0
 #: The longest server-requested wait honoured before retrying, in seconds.
 MAX_RETRY_AFTER_S = 120.0
-#: Calls in flight per HTTP client. httpx's connection pool checks every connection it holds
-#: each time it hands one out (with a system call or two per connection), so one pool behind
-#: hundreds of concurrent calls spends more CPU there than on the calls themselves; several
-#: smaller pools per server keep that cost flat.
-CALLS_PER_CLIENT = 16
 _RETRYABLE_STATUS = {408, 409, 429}
 
 
@@ -128,15 +129,15 @@ class OpenAIBackend:
             "max_completion_tokens" if official else "max_tokens"
         )
         self._key = _Secret(key)
+        self._max_in_flight = max_in_flight
         self._in_flight = InFlightLimit(max_in_flight)
         self._turn = itertools.count()
-        self._shard_turn = itertools.count()
-        self._shards = -(-(max_in_flight or 4 * CALLS_PER_CLIENT) // CALLS_PER_CLIENT)
         self._lock = threading.Lock()
-        # httpx connection pools belong to one event loop: one set of clients per loop.
-        # (Several clients per URL: see CALLS_PER_CLIENT.)
+        # One SDK client, hence one connection pool, per server URL. httpx connection pools
+        # belong to one event loop, so that is one per URL per event loop (a process runs
+        # one loop at a time: asyncio.run, or the Evaluator's own thread in notebooks).
         self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, list[list[openai.AsyncOpenAI]]
+            asyncio.AbstractEventLoop, list[openai.AsyncOpenAI | None]
         ] = weakref.WeakKeyDictionary()
 
     @property
@@ -156,24 +157,37 @@ class OpenAIBackend:
         return f"OpenAIBackend(model={self.model!r}, base_urls={urls!r})"
 
     def _client(self, index: int) -> openai.AsyncOpenAI:
+        """The SDK client of server ``index`` in the running event loop (made on first use)."""
         loop = asyncio.get_running_loop()
         with self._lock:
-            shard = next(self._shard_turn) % self._shards
             clients = self._clients.get(loop)
             if clients is None:
-                clients = self._clients[loop] = [[] for _ in self.base_urls]
-            pool = clients[index]
-            if shard >= len(pool):
-                shard = len(pool)
-                pool.append(
-                    openai.AsyncOpenAI(
-                        api_key=self._key.value,
-                        base_url=self.base_urls[index],
-                        timeout=self.timeout_s,
-                        max_retries=0,
-                    )
-                )
-            return pool[shard]
+                clients = self._clients[loop] = [None] * len(self.base_urls)
+            client = clients[index]
+            if client is None:
+                client = clients[index] = self._new_client(self.base_urls[index])
+            return client
+
+    def _new_client(self, url: str | None) -> openai.AsyncOpenAI:
+        options: dict[str, Any] = {
+            "timeout": self.timeout_s,
+            # made once per process, not per client (the system's certificates take ~20 ms)
+            "verify": _tls_context(_plain_http(url)),
+        }
+        if self._max_in_flight is not None:
+            # Keep a connection for every call that may be in flight: the SDK's default
+            # keeps 100, and would reconnect for the rest after each burst of calls.
+            options["limits"] = _http_library().Limits(
+                max_connections=None, max_keepalive_connections=self._max_in_flight
+            )
+        http_client = openai.DefaultAsyncHttpxClient(**options)
+        return openai.AsyncOpenAI(
+            api_key=self._key.value,
+            base_url=url,
+            timeout=self.timeout_s,
+            max_retries=0,
+            http_client=http_client,
+        )
 
     def sdk_client(self) -> openai.AsyncOpenAI:
         """An SDK client for the first server of the spec, bound to the running event loop
@@ -183,8 +197,8 @@ class OpenAIBackend:
     async def aclose(self) -> None:
         """Close the HTTP connections opened in the running event loop."""
         clients = self._clients.pop(asyncio.get_running_loop(), [])
-        for pool in clients:
-            for client in pool:
+        for client in clients:
+            if client is not None:
                 await client.close()
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
@@ -202,13 +216,18 @@ class OpenAIBackend:
             body["top_p"] = settings.top_p
         return body
 
+    def request_body(self, request: ModelRequest) -> bytes:
+        """:meth:`payload` as the JSON bytes sent: made with orjson, each image's data URI
+        built once per encoded image (however many requests show it)."""
+        return encode_json(self.payload(request))
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``, retrying transient failures; raise BackendError when they persist.
 
         The response's ``latency_s`` covers the whole call, retries and rate-limit waits included.
         """
         started = time.perf_counter()
-        body = self.payload(request)
+        body = self.request_body(request)
         estimate = 0
         if self.rate_limiter is not None and self.rate_limiter.tokens_per_minute:
             estimate = estimate_tokens(
@@ -229,18 +248,14 @@ class OpenAIBackend:
                 async with self._in_flight.slot():
                     if self.rate_limiter is not None:
                         await self.rate_limiter.acquire(estimate)
-                    # client.post rather than chat.completions.create: create() first walks
-                    # the whole body against the SDK's TypedDicts (~4 ms of CPU per call with
-                    # images), which made the client, not the server, the bottleneck.
+                    # client.post with the body already encoded, rather than
+                    # chat.completions.create: create() walks the whole body against the
+                    # SDK's TypedDicts, then the SDK encodes it with the standard json module,
+                    # about 10 ms of CPU per call with megabytes of images.
                     # The SDK client never retries (max_retries=0): each pass of this loop is
                     # exactly one HTTP request, counted for the sample's usage.
                     note_http_attempt()
-                    completion = await self._client(index).post(
-                        "/chat/completions",
-                        body=body,
-                        cast_to=ChatCompletion,
-                        options={"timeout": self.timeout_s, "security": {"bearer_auth": True}},
-                    )
+                    completion = await _post_json(self._client(index), body, self.timeout_s)
                 text, model, usage, finish_reason = _read_completion(completion, self.model)
             except openai.APIStatusError as exc:
                 status = exc.status_code
@@ -374,6 +389,60 @@ class OpenAIBackend:
     def _redact(self, text: str) -> str:
         key = self._key.value
         return text.replace(key, "***") if key != PLACEHOLDER_KEY else text
+
+
+def encode_json(payload: dict[str, Any]) -> bytes:
+    """A request body as compact UTF-8 JSON, as the SDK would send it, made with orjson.
+
+    Text that orjson refuses (a lone surrogate) falls back to the standard json module with
+    ASCII escapes, which keeps it exactly.
+    """
+    try:
+        return orjson.dumps(payload)
+    except TypeError:
+        return json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+async def _post_json(client: openai.AsyncOpenAI, body: bytes, timeout_s: float) -> Any:
+    """POST an encoded chat-completions body with the SDK client (its errors and types)."""
+    options: Any = {"timeout": timeout_s, "security": {"bearer_auth": True}}
+    if _sdk_takes_content():
+        return await client.post(
+            "/chat/completions", content=body, cast_to=ChatCompletion, options=options
+        )
+    # Older SDKs send a bytes body as it is.
+    return await client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)  # type: ignore[arg-type]
+
+
+@functools.lru_cache(maxsize=1)
+def _sdk_takes_content() -> bool:
+    """True when the SDK's ``post`` has a ``content`` argument for a body already encoded."""
+    return "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
+
+
+def _http_library() -> Any:
+    """The HTTP library of the SDK's clients (httpx, or httpx2 in recent SDKs)."""
+    return sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]]
+
+
+def _plain_http(url: str | None) -> bool:
+    return url is not None and urlsplit(url).scheme == "http"
+
+
+@functools.lru_cache(maxsize=2)
+def _tls_context(plain_http: bool) -> ssl.SSLContext | bool:
+    """The TLS context every SDK client of this process shares.
+
+    For plain-HTTP servers it loads no certificate at all (HTTP never uses it, and a
+    redirect to https fails verification rather than trusting anything); otherwise it is
+    the context the SDK's HTTP library makes by default (system certificates,
+    ``SSL_CERT_FILE``), made once instead of once per client (an HTTP library without
+    ``create_ssl_context`` gets ``True``: its clients make their own).
+    """
+    if plain_http:
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    make = getattr(_http_library(), "create_ssl_context", None)
+    return make() if make is not None else True  # True: each client makes its own
 
 
 def to_openai_message(message: Message) -> dict[str, Any]:
