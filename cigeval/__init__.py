@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         evaluate_many,
         evaluate_many_async,
     )
+    from cigeval.hf_datasets import dataset_samples
     from cigeval.report import report_html, write_report
     from cigeval.results import read_records, to_frame
     from cigeval.rubrics import Rubric, define_rubric, register_rubric
@@ -62,6 +63,7 @@ _PUBLIC: dict[str, str] = {
     "RunOptions": "cigeval.runs",
     "RunResult": "cigeval.runs",
     # inputs and results
+    "dataset_samples": "cigeval.hf_datasets",
     "Sample": "cigeval.sample",
     "iter_samples_file": "cigeval.sample",
     "Score": "cigeval.score",
@@ -119,6 +121,7 @@ __all__ = [
     "ToolResult",
     "__version__",
     "compare",
+    "dataset_samples",
     "define_rubric",
     "evaluate",
     "evaluate_async",

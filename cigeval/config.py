@@ -1,7 +1,9 @@
 """The settings of a run, as frozen pydantic models: the single source of truth.
 
 - :class:`EvalConfig`: everything that decides how a sample is judged (recorded with every
-  Score); the tools' own settings are nested in it (``grounding``, ``difference``).
+  Score); the tools' own settings are nested in it (``grounding``, ``difference``). Its
+  ``method`` (``paper``, the default, or ``extended``) fills in every setting that is not
+  given explicitly (:mod:`cigeval.method`).
 - :class:`RunConfig`: how a batch runs (concurrency, limits, caching); none of it changes an
   answer.
 - :class:`EnsembleConfig`: how several judgments per sample are made and combined.
@@ -17,10 +19,19 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from cigeval.errors import ConfigError
 from cigeval.messages import DEFAULT_MAX_REPLY_CHARS, TOKEN_CAP_FACTOR, GenerationSettings
+from cigeval.method import DEFAULT_METHOD, Method, with_method_settings
 from cigeval.rules import COMBINE_RULES, Aggregate
 from cigeval.tools.settings import DifferenceConfig, GroundingConfig
 
@@ -39,10 +50,23 @@ def _flag(name: str, **extra: Any) -> dict[str, Any]:
 
 
 class EvalConfig(BaseModel):
-    """Everything that decides how a sample is judged. Recorded with every Score."""
+    """Everything that decides how a sample is judged. Recorded with every Score.
+
+    ``method`` fills in the settings marked "set by --method" that are not given; settings
+    given explicitly always win. ``model_fields_set`` holds exactly the settings given, so
+    ``EvalConfig(**config.model_dump(exclude_unset=True), method="extended")`` is the same
+    explicit settings under the other method.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    method: Method = Field(
+        DEFAULT_METHOD,
+        description="paper (the CIGEval paper and its official code) or extended (cigeval's "
+        "improvements, not yet measured against human ratings): the defaults of every setting "
+        "marked 'set by --method' (docs/what-the-judge-sees.md)",
+        json_schema_extra=_flag("--method"),
+    )
     rubric: str = Field(
         "cigeval",
         description="judging scheme: cigeval, viescore, lmm_score, ... ('cigeval rubrics')",
@@ -114,11 +138,68 @@ class EvalConfig(BaseModel):
         "in the sub-score and the trace), or fail the sub-question",
         json_schema_extra=_flag("--tool-errors"),
     )
+    tool_use: Literal["official", "any"] = Field(
+        "official",
+        description="which planned tools run: official (as the official evaluate pass: "
+        "Grounding and Scene Graph in every task, Difference only in mask-guided editing; any "
+        "other choice is judged without a tool, with a note), or any (every offered tool in "
+        "every task)",
+        json_schema_extra=_flag("--tool-use", by_method=True),
+    )
+    tool_text: Literal["focus", "detailed"] = Field(
+        "focus",
+        description="what the judge is told of a Grounding or Difference result: focus (look "
+        "at the highlighted parts, as the official code), or detailed (the boxes with their "
+        "coordinates, shares of the image, mask statistics)",
+        json_schema_extra=_flag("--tool-text", by_method=True),
+    )
+    planner_prompt: Literal["paper", "extended"] = Field(
+        "paper",
+        description="the tool-selection request: paper (the paper's tool descriptions, the "
+        "note on processed images in every task, the images in the task's input order, both "
+        "concept similarities asked as one task) or extended (cigeval's longer tool "
+        "descriptions, images in the questions' order, one entry per sub-question)",
+        json_schema_extra=_flag("--planner-prompt", by_method=True),
+    )
+    scoring_rules: Literal["paper", "extended"] = Field(
+        "paper",
+        description="the scoring rules of each sub-question: paper (the appendix prompts' "
+        "meaning, nothing added) or extended (with what to compare: counts and relations, "
+        "identity, shape, colours, markings and details, the subject to ignore)",
+        json_schema_extra=_flag("--scoring-rules", by_method=True),
+    )
+    scene_graph_prompt: Literal["paper", "extended"] = Field(
+        "paper",
+        description="the Scene Graph request: paper (objects, attributes and relationships, "
+        "as the official prompt) or extended (object ids, a fixed JSON form, only what is "
+        "visible)",
+        json_schema_extra=_flag("--scene-graph-prompt", by_method=True),
+    )
+    scene_graph_model: str | None = Field(
+        None,
+        description="the model that writes scene graphs, as a model spec (default: the "
+        "judge); the paper used GPT-4o scene graphs for every backbone",
+        json_schema_extra=_flag("--scene-graph-model", metavar="SPEC"),
+    )
+    highlight_large_boxes: Literal["dim", "undimmed"] = Field(
+        "dim",
+        description="boxes covering 90 percent of an image or more: dim the rest as any box "
+        "(paper), or leave the image undimmed and say so (extended)",
+        json_schema_extra=_flag("--highlight-large-boxes", by_method=True),
+    )
     grounding: GroundingConfig = Field(default_factory=GroundingConfig)
     difference: DifferenceConfig = Field(default_factory=DifferenceConfig)
+    image_encoding: Literal["jpeg75", "original"] = Field(
+        "jpeg75",
+        description="how every image reaches the judge: jpeg75 (as the official code sends "
+        "it: EXIF-transposed, RGB, JPEG at quality 75, sample and tool images alike) or "
+        "original (RGB PNG and JPEG files byte for byte, other images as --image-format)",
+        json_schema_extra=_flag("--image-encoding", by_method=True),
+    )
     image_format: Literal["PNG", "JPEG"] = Field(
         "PNG",
-        description="encoding of images that cannot be sent as they are",
+        description="under --image-encoding original: encoding of images that cannot be sent "
+        "as they are",
         json_schema_extra=_flag("--image-format"),
     )
     prompt_dir: str | None = Field(
@@ -147,6 +228,22 @@ class EvalConfig(BaseModel):
         if self.max_tokens_cap is not None:
             return self.max_tokens_cap
         return TOKEN_CAP_FACTOR * self.max_tokens
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _method_settings(cls, data: Any, handler: ModelWrapValidatorHandler[EvalConfig]) -> Any:
+        if not isinstance(data, dict):
+            return handler(data)
+        filled, chosen_presets = with_method_settings(data)
+        config = handler(filled)
+        # Only what the caller gave counts as set: the method's choices are not "explicit".
+        object.__setattr__(config, "__pydantic_fields_set__", set(data) & set(cls.model_fields))
+        for name in chosen_presets:
+            nested = getattr(config, name)
+            object.__setattr__(
+                nested, "__pydantic_fields_set__", nested.model_fields_set - {"preset"}
+            )
+        return config
 
     def generation(self, temperature: float | None = None) -> GenerationSettings:
         """The generation settings for a judge call."""

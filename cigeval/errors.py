@@ -28,6 +28,24 @@ class BackendError(CigevalError):
     """A model call failed for good (retries exhausted, authentication, bad request)."""
 
 
+#: Why a server could not be reached, as :attr:`TransportError.reason` holds it: the
+#: connection was refused or reset, the call timed out, or the server answered HTTP 5xx.
+TRANSPORT_REASONS = ("connection", "timeout", "server_error")
+
+
+class TransportError(BackendError):
+    """A model call failed for good because the server could not be reached or answered
+    with a server error: ``reason`` is one of :data:`TRANSPORT_REASONS`.
+
+    What the run's circuit breaker counts (``--circuit-breaker``): many samples in a row
+    failing this way mean the server is down, not that the samples are bad.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
 class ParseError(CigevalError):
     """A model reply could not be turned into the expected structure, even after re-asking.
 

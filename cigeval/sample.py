@@ -16,9 +16,10 @@ from cigeval._unicode import safe_strings, safe_text
 from cigeval.errors import ConfigError, InputError
 from cigeval.images import load_image
 
-#: An image given by path (relative paths resolve against the sample's ``base_dir``)
-#: or directly as a PIL image from Python code.
-ImageLike = str | Path | Image.Image
+#: An image given by path (relative paths resolve against the sample's ``base_dir``),
+#: directly as a PIL image from Python code, or as the bytes of an image file (a Hugging Face
+#: dataset's image column; sent unchanged when they are an RGB PNG or JPEG).
+ImageLike = str | Path | Image.Image | bytes
 
 
 class SampleImages(BaseModel):

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 class SampleRun:
     """One sample being evaluated: inputs, judge session, trace and shared memo.
 
-    Images are encoded once per sample (:meth:`encode`), whatever number of calls show them.
+    Images are encoded once per sample (:meth:`encode`, as ``config.image_encoding`` says),
+    whatever number of calls show them. ``scene_graph`` is the session of a separate
+    scene-graph model (``EvalConfig.scene_graph_model``); None: the judge writes them.
     """
 
     sample: Sample
@@ -34,6 +36,7 @@ class SampleRun:
     tool_cache: ToolCache | None = None
     memo: dict[str, Any] = field(default_factory=dict)
     _encoded: dict[int, EncodedImage] = field(default_factory=dict)
+    scene_graph: JudgeSession | None = None
 
     @property
     def task(self) -> TaskSpec:
@@ -57,7 +60,9 @@ class SampleRun:
         key = id(image)
         cached = self._encoded.get(key)
         if cached is None:
-            cached = EncodedImage.from_pil(image, self.config.image_format)
+            cached = EncodedImage.from_pil(
+                image, self.config.image_format, encoding=self.config.image_encoding
+            )
             self._encoded[key] = cached
             self.memo.setdefault("_keepalive", []).append(image)  # keep id() stable
         return cached

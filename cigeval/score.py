@@ -129,6 +129,12 @@ class Score(BaseModel):
     value: float | None = None
     sub_scores: list[SubScore] = Field(default_factory=list)
     error: str | None = None
+    error_kind: str | None = Field(
+        None,
+        description="What kind of failure ended the sample in error, where it is known: "
+        "'transport.connection' (refused or reset), 'transport.timeout' or "
+        "'transport.server_error' (HTTP 5xx) when a model call could not reach the server.",
+    )
     dimensions: dict[str, float | None] = Field(
         default_factory=dict, description="Named dimensions, e.g. SC, PQ, O for viescore."
     )
@@ -187,6 +193,8 @@ class Score(BaseModel):
         }
         if self.error is not None:
             record["error"] = self.error
+        if self.error_kind is not None:
+            record["error_kind"] = self.error_kind
         if self.dimensions:
             record["dimensions"] = self.dimensions
         if self.details:
@@ -220,6 +228,7 @@ class Score(BaseModel):
             "score",
             "sub_scores",
             "error",
+            "error_kind",
             "dimensions",
             "details",
             "spread",
@@ -241,6 +250,7 @@ class Score(BaseModel):
             value=record.get("score"),
             sub_scores=[SubScore.model_validate(s) for s in record.get("sub_scores", [])],
             error=record.get("error"),
+            error_kind=record.get("error_kind"),
             dimensions=record.get("dimensions") or {},
             details=record.get("details") or {},
             spread=record.get("spread"),

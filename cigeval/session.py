@@ -27,7 +27,7 @@ from typing import TypeVar
 from cigeval._unicode import safe_text
 from cigeval.backends.attempts import counting_http_attempts
 from cigeval.backends.base import Backend
-from cigeval.errors import ParseError
+from cigeval.errors import ParseError, TransportError
 from cigeval.messages import (
     DEFAULT_MAX_REPLY_CHARS,
     TOKEN_CAP_FACTOR,
@@ -129,6 +129,9 @@ class JudgeSession:
         self.calls = 0
         self.http_attempts = 0
         self.cut_off_replies = 0
+        #: Why the last call that failed to reach the server failed
+        #: (:attr:`~cigeval.errors.TransportError.reason`), or None.
+        self.transport_failure: str | None = None
 
     async def call(
         self,
@@ -220,6 +223,9 @@ class JudgeSession:
         with counting_http_attempts() as counter, counted_call() as count:
             try:
                 response = await self.backend.complete(request)
+            except TransportError as exc:
+                self.transport_failure = exc.reason  # for the run's circuit breaker
+                raise
             finally:
                 self.http_attempts += counter.count
             count(response)

@@ -61,6 +61,7 @@ def template_of(text: str) -> str | None:
 #: Phrases of the judge prompt: another round may be asked for; a tool's output is shown.
 _MAY_ASK_TOOL = "If you cannot score yet"
 _TOOL_OUTPUT = "TOOL OUTPUT ("
+_NO_TOOL_RAN = "No tool ran: "
 
 
 def rule_judge(
@@ -74,14 +75,16 @@ def rule_judge(
 
     ``request_tool``: when a judge prompt allows another round (``--max-rounds 2`` or more)
     and shows no tool output yet, ask for this tool first (a thought/action round), and score
-    once its output is shown.
+    once its output is shown, or once a round says that no tool ran (e.g. the method does
+    not run that tool in the task).
     """
     scores = scores or {}
     tools = tools or {}
 
     def reply(request: Any) -> str:
         text = request_text(request)
-        if request_tool and _MAY_ASK_TOOL in text and _TOOL_OUTPUT not in text:
+        shown = _TOOL_OUTPUT in text or _NO_TOOL_RAN in text
+        if request_tool and _MAY_ASK_TOOL in text and not shown:
             return json.dumps(
                 {"thought": f"{request_tool} would settle it", "tool": request_tool, "query": ""}
             )

@@ -9,7 +9,16 @@ fi
 . .venv/bin/activate
 python -m pip install --quiet --upgrade pip
 python -m pip install --quiet "torch==2.13.0"
-python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train,ray]"
+# The litellm extra is left out on purpose: LiteLLM pins openai<3 and huggingface-hub<2, which
+# would move the whole environment back (its tests skip; docs/judges/litellm.md).
+python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train,ray,anthropic,datasets,wandb,mlflow]"
+# fakellm, a third-party server of the Anthropic messages API (tests/test_fakellm_judge.py), in
+# an environment of its own: its FastAPI/uvicorn pins need not meet the project's. The test
+# skips without it; tests/anthropic_server.py covers the same path in-process.
+if [ ! -x .venv-fakellm/bin/fakellm ]; then
+  { python3 -m venv .venv-fakellm && .venv-fakellm/bin/python -m pip install --quiet fakellm; } \
+    || echo "setup.sh: could not install fakellm; tests/test_fakellm_judge.py will skip" >&2
+fi
 # Headless Chromium for the report's browser test (tests/report/test_report_browser.py), from
 # Debian's packages; playwright (dev extra) drives it and never downloads a browser.
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

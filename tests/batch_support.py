@@ -12,8 +12,9 @@ from cigeval.testing import request_text, rule_judge
 from tests.openai_server import FakeOpenAIServer
 from tests.samples_factory import seven_task_samples, write_jsonl
 
-#: Tools that run here without weights; Scene Graph makes judge calls of its own.
-TOOLS = ("--tools", "Difference,Scene Graph", "--max-rounds", "2")
+#: Tools that run here without weights; Scene Graph makes judge calls of its own. The
+#: extended method runs Difference in every task, so every stage has tool work in it.
+TOOLS = ("--tools", "Difference,Scene Graph", "--max-rounds", "2", "--method", "extended")
 
 
 def study(folder: Path) -> Path:

@@ -141,8 +141,13 @@ def judge_views(requests: list[ModelRequest], questions: Any) -> dict[str, Judge
 
 def doc_rows() -> list[dict[str, str]]:
     """The rows of the per-sub-question table in docs/what-the-judge-sees.md."""
+    return doc_table("Per sub-question")
+
+
+def doc_table(heading: str) -> list[dict[str, str]]:
+    """The rows of the first table under ``## <heading>`` in docs/what-the-judge-sees.md."""
     text = DOC.read_text(encoding="utf-8")
-    section = text.split("## Per sub-question", 1)[1].split("\n## ", 1)[0]
+    section = text.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("| ")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
     rows = []
@@ -168,6 +173,13 @@ def fill(template: str, sample: dict[str, Any]) -> str:
         return str(sample[name])
 
     return re.sub(r"\{([a-z_]+(?:\[\d\])?)\}", value, template)
+
+
+def jpeg75(image: Image.Image) -> bytes:
+    """``image`` as the official code sends it: RGB, JPEG at Pillow's default quality (75)."""
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="JPEG")
+    return buffer.getvalue()
 
 
 def decoded(part: ImagePart) -> Image.Image:

@@ -20,7 +20,9 @@ from cigeval.tools import ToolResult, register_tool, unregister_tool
 from cigeval.trace import Trace
 from tests.samples_factory import seven_task_samples
 
-NO_CACHE = RunConfig(use_cache=False)
+#: The scripted judges never ask for Grounding, whose weights are not on this machine, so
+#: the preflight (which would load them) is off.
+NO_CACHE = RunConfig(use_cache=False, preflight=False)
 
 
 def make_evaluator(script: Any, **kwargs: Any) -> tuple[Evaluator, ScriptedBackend]:
@@ -83,7 +85,7 @@ def test_plan_is_matched_by_task_id_not_position(seven):
         calls.append(text)
         return plan if "### Questions" in text else '{"score": 6, "reasoning": "ok"}'
 
-    ev, _ = make_evaluator(reply)
+    ev, _ = make_evaluator(reply, tool_use="any")  # Difference runs in every task
     score = ev.evaluate(seven["text_guided_ie"])
     tools = {s.question_id: s.tool for s in score.sub_scores}
     assert tools == {"edit_success": None, "over_editing": "Difference"}
@@ -103,7 +105,9 @@ def test_highlight_hint_only_when_something_was_highlighted(seven):
         register_tool(Marker(highlighted), replace=True)
         try:
             ev, backend = make_evaluator(
-                rule_judge(tools={"follow the text prompt": "Marker"}), tools=("Marker",)
+                rule_judge(tools={"follow the text prompt": "Marker"}),
+                tools=("Marker",),
+                tool_text="detailed",
             )
             score = ev.evaluate(seven["text_guided_ig"])
         finally:

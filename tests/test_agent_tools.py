@@ -38,6 +38,7 @@ def test_every_builtin_tool_through_the_agent(tmp_path: Path, tiny_checkpoint: s
     evaluator = Evaluator(
         backend,
         run_config=RunConfig(cache_dir=tmp_path / "cache"),
+        method="extended",  # Difference offered everywhere, tool outputs in detail
         grounding=GroundingConfig(
             checkpoint=tiny_checkpoint, box_threshold=0.0, text_threshold=0.0
         ),

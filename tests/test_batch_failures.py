@@ -96,7 +96,11 @@ def test_a_server_without_the_batch_endpoints_fails_every_sample_clearly(tmp_pat
     from tests.openai_server import FakeOpenAIServer
 
     with FakeOpenAIServer(rule_judge()) as server:
-        run_config = RunConfig(batch=True, batch_poll_s=0.02, cache_dir=tmp_path / "c")
+        # past the preflight (which refuses such a server before any sample, see
+        # test_batch_preflight.py), every sample still fails clearly
+        run_config = RunConfig(
+            batch=True, batch_poll_s=0.02, cache_dir=tmp_path / "c", preflight=False
+        )
         evaluator = Evaluator(
             f"openai:judge-model@{server.base_url}", run_config=run_config, tools=()
         )

@@ -50,7 +50,10 @@ def test_seven_tasks_through_the_cli(env: Path, capsys):
         assert {"question", "score", "reasoning", "tool"} <= set(record["sub_scores"][0])
     assert records["t2i"]["model"] == "SD" and records["t2i"]["human"] == 0.5
     assert records["tie"]["score"] == pytest.approx(0.3)
-    assert records["tie"]["sub_scores"][1]["tool"] == "Difference"
+    # the paper method runs the planned Difference in mask-guided editing only
+    assert records["mie"]["sub_scores"][1]["tool"] == "Difference"
+    over = records["tie"]["sub_scores"][1]
+    assert over["tool"] is None and over["degraded"] and "only in mask_guided_ie" in over["note"]
     # one tool plan per sample + one judge call per sub-question, nothing else
     n_questions = sum(len(get_task(s["task"]).sub_questions) for s in seven_task_samples(env))
     plans = [r for r in requests if "### Questions" in request_text(r.body)]

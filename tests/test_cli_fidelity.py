@@ -18,7 +18,7 @@ from cigeval.testing import request_text, rule_judge
 from cigeval.tools import ToolContext, ToolResult
 from cigeval.tools.registry import TOOLS
 from tests.cli_support import evaluate_cli
-from tests.judge_view import fidelity_samples, with_ids
+from tests.judge_view import fidelity_samples, jpeg75, with_ids
 from tests.openai_server import FakeOpenAIServer, RecordedRequest
 from tests.samples_factory import write_jsonl
 
@@ -79,8 +79,10 @@ def test_side_by_side_concepts_are_split_through_the_cli(env: Path) -> None:
         text = request_text(request.body)
         side = "left" if "the concept shown in the left half" in text else "right"
         assert f"the {side} half of the side-by-side reference image" in text
-        reference = _decoded(request.image_urls()[0])
-        assert np.array_equal(np.asarray(reference), np.asarray(halves[side]))
+        # sent as the official code sends it (the paper method): JPEG at quality 75
+        sent = base64.b64decode(request.image_urls()[0].split(",", 1)[1])
+        assert request.image_urls()[0].startswith("data:image/jpeg;base64,")
+        assert sent == jpeg75(halves[side])
         seen.add(side)
     assert seen == {"left", "right"}
     # the halves shown are recorded, by role
@@ -107,7 +109,9 @@ def test_a_second_round_carries_the_first_through_the_cli(env: Path) -> None:
     samples = _samples(env, "text_guided_ie")
     out = env / "results.jsonl"
     with FakeOpenAIServer(_two_rounds("MaskFocus")) as server:
-        assert evaluate_cli(server, samples, out, "--max-rounds", "2") == 0
+        # the extended method: Difference in text-guided editing, its regions in the text
+        flags = ["--max-rounds", "2", "--method", "extended"]
+        assert evaluate_cli(server, samples, out, *flags) == 0
         requests = list(server.requests)
     (record,) = read_records(out)
     assert record["status"] == "ok" and record["score"] == pytest.approx(0.4)
@@ -238,7 +242,7 @@ def test_masks_differences_and_default_queries_through_the_cli(env: Path) -> Non
     out = env / "results.jsonl"
     flags = [
         "--grounding-checkpoint", str(checkpoint), "--box-threshold", "0",
-        "--text-threshold", "0", "--diff-max-regions", "1",
+        "--text-threshold", "0", "--diff-max-regions", "1", "--method", "extended",
     ]  # fmt: skip
     with FakeOpenAIServer(reply) as server:
         assert evaluate_cli(server, samples, out, *flags) == 0

@@ -45,7 +45,9 @@ def test_agent_run_export_finetune_and_judge_with_the_tuned_model(
     results = tmp_path / "results.jsonl"
     judge = rule_judge(request_tool="Difference")
     with FakeOpenAIServer(judge) as server:
-        assert evaluate_cli(server, samples_file, results, "--max-rounds", "2") == 0
+        # Difference in both editing tasks (the paper method runs it in mask-guided only)
+        flags = ("--max-rounds", "2", "--tool-use", "any")
+        assert evaluate_cli(server, samples_file, results, *flags) == 0
 
     # the export: each sub-question a multi-step conversation with the tool's images
     export = tmp_path / "train.jsonl"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from cigeval.results import read_records
@@ -14,7 +15,8 @@ from tests.openai_server import FakeOpenAIServer
 from tests.samples_factory import seven_task_samples, write_jsonl
 
 
-def test_records_locate_every_image_the_judge_saw(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["paper", "extended"])
+def test_records_locate_every_image_the_judge_saw(tmp_path: Path, method: str) -> None:
     samples = seven_task_samples(tmp_path)
     rgba = tmp_path / "rgba_output.png"
     Image.new("RGBA", (64, 64), (255, 0, 0, 128)).save(rgba)
@@ -23,7 +25,7 @@ def test_records_locate_every_image_the_judge_saw(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
     judge = rule_judge(tools={"editing instruction": "Difference", "minimal": "Difference"})
     with FakeOpenAIServer(judge) as server:
-        assert evaluate_cli(server, path, out) == 0
+        assert evaluate_cli(server, path, out, "--method", method) == 0
     store = tmp_path / "results.images"
     records = list(read_records(out))
     assert len(records) == 7
@@ -46,10 +48,15 @@ def test_records_locate_every_image_the_judge_saw(tmp_path: Path) -> None:
         Path(t2i["image_files"][t2i["input_images"]["output"]]).parent
         == store / (t2i["input_images"]["output"][:2])
     )
-    tie = by_id["tie"]
-    assert tie["image_files"][tie["input_images"]["source"]] == str(tmp_path / "source.png")
-    highlighted = [s["tool_image_ids"] for s in tie["sub_scores"] if s["tool"] == "Difference"]
+    source = Path(by_id["tie"]["image_files"][by_id["tie"]["input_images"]["source"]])
+    if method == "paper":  # sent as a JPEG at quality 75: kept in the store
+        assert source.is_relative_to(store) and source.suffix == ".jpg"
+    else:  # sent as the file is: found at the file
+        assert source == tmp_path / "source.png"
+    # Difference runs in mask-guided editing under both methods; its images are in the store
+    mie = by_id["mie"]
+    highlighted = [s["tool_image_ids"] for s in mie["sub_scores"] if s["tool"] == "Difference"]
     assert highlighted and all(set(ids) == {"source", "output"} for ids in highlighted)
     for ids in highlighted:
         for sha in ids.values():
-            assert Path(tie["image_files"][sha]).is_relative_to(store)
+            assert Path(mie["image_files"][sha]).is_relative_to(store)

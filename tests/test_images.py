@@ -72,3 +72,55 @@ def test_errors_name_the_role_and_sample(tmp_path: Path):
     noise((100, 100)).save(tmp_path / "big.png")
     with pytest.raises(InputError, match="too large"):
         load_image("big.png", role="output", sample_id="s2", base_dir=tmp_path, max_pixels=5000)
+
+
+def _official_jpeg(path: Path) -> bytes:
+    """What the official code sends for an image file: EXIF-transposed, RGB, Pillow's JPEG at
+    its default quality."""
+    import io
+
+    from PIL import ImageOps
+
+    buffer = io.BytesIO()
+    ImageOps.exif_transpose(Image.open(path)).convert("RGB").save(buffer, format="JPEG")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("name", ["a.png", "a.jpg", "rotated.jpg", "odd.png"])
+def test_jpeg75_sends_the_bytes_the_official_code_sends(tmp_path: Path, name: str):
+    size = (37, 53) if name == "odd.png" else (64, 48)
+    exif = Image.Exif()
+    if name == "rotated.jpg":
+        exif[0x0112] = 6
+    noise(size).save(tmp_path / name, exif=exif)
+    image = load_image(name, role="output", base_dir=tmp_path)
+    encoded = EncodedImage.from_pil(image, encoding="jpeg75")
+    assert encoded.mime == "image/jpeg" and encoded.source is None
+    assert encoded.data == _official_jpeg(tmp_path / name)
+    assert encoded.data_uri().startswith("data:image/jpeg;base64,")
+
+
+def test_opencv_jpeg_bytes_equal_pillows_at_the_same_quality():
+    import io
+
+    import numpy as np
+
+    from cigeval.images import encode_pixels
+
+    rng = np.random.default_rng(0)
+    for height, width in ((1, 1), (17, 31), (240, 320), (333, 211)):
+        pixels = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        for quality in (75, 95):
+            buffer = io.BytesIO()
+            Image.fromarray(pixels).save(buffer, format="JPEG", quality=quality)
+            assert encode_pixels(pixels, "JPEG", quality) == buffer.getvalue()
+
+
+def test_png_is_lossless_and_the_data_uri_is_built_once(tmp_path: Path):
+    import numpy as np
+
+    image = noise().convert("L").convert("RGB").rotate(10)  # not from a file: re-encoded
+    encoded = EncodedImage.from_pil(image)
+    assert encoded.mime == "image/png"
+    assert np.array_equal(np.asarray(encoded.to_pil()), np.asarray(image))
+    assert encoded.data_uri() is encoded.data_uri()

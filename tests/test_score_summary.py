@@ -17,7 +17,10 @@ def _evaluated(tmp_path: Path) -> Score:
     judge = cigeval.ScriptedBackend(
         rule_judge(scores={"edit_success": 8, "over_editing": 6}, tools={"minimal": "Difference"})
     )
-    evaluator = cigeval.Evaluator(judge, run_config=cigeval.RunConfig(use_cache=False))
+    # tool_use="any": Difference runs in text-guided editing too (the paper: mask-guided only)
+    evaluator = cigeval.Evaluator(
+        judge, run_config=cigeval.RunConfig(use_cache=False, preflight=False), tool_use="any"
+    )
     return evaluator.evaluate(
         {
             "id": "car-1",

@@ -109,7 +109,9 @@ def test_a_python_task_runs_through_evaluate_with_its_own_rules(tmp_path: Path) 
         "caption": "a red kite",
         "images": {"output": Image.new("RGB", (16, 16), "red")},
     }
-    score = cigeval.evaluate(sample, model=judge, run_config=cigeval.RunConfig(use_cache=False))
+    score = cigeval.evaluate(
+        sample, model=judge, run_config=cigeval.RunConfig(use_cache=False, preflight=False)
+    )
     assert score.ok and score.value == 0.6
     plan, verdict = (request_text(r) for r in judge.requests)
     assert "Does the image show what the caption says?" in plan and "Caption: a red kite" in plan

@@ -1,6 +1,7 @@
 """Fidelity by construction: for every task, what each sub-question's judge receives (images
-by role and pixel size, condition lines, the Grounding query) is read from the requests and
-compared with docs/what-the-judge-sees.md, which sets it beside the paper's appendix."""
+by role and pixel size, condition lines, the Grounding query, the tools that run) and what the
+planner sees is read from the requests and compared with docs/what-the-judge-sees.md, which
+sets it beside the paper's appendix, for both method profiles."""
 
 from __future__ import annotations
 
@@ -20,19 +21,24 @@ from cigeval.sample import sample_from_dict
 from cigeval.tasks import TASK_IDS, get_task
 from cigeval.testing import request_text, rule_judge
 from cigeval.tools import GroundingTool
+from cigeval.tools._format import FOCUS_TEXT
 from cigeval.tools.registry import TOOLS
 from tests.judge_view import (
     RecordingDetector,
     decoded,
     doc_rows,
+    doc_table,
     expected_size,
     fidelity_samples,
     fill,
+    jpeg75,
     judge_views,
     ticked,
 )
 
-NO_CACHE = RunConfig(use_cache=False)
+# no preflight: the scripted judges never ask for Grounding, whose weights are not here
+NO_CACHE = RunConfig(use_cache=False, preflight=False)
+METHODS = ("paper", "extended")
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +61,14 @@ def test_the_doc_table_lists_every_sub_question_of_every_task() -> None:
     assert sorted(listed) == sorted(expected)
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("task", TASK_IDS)
-def test_images_and_conditions_reaching_the_judge_match_the_doc(samples, task: str) -> None:
+def test_images_and_conditions_reaching_the_judge_match_the_doc(
+    samples, task: str, method: str
+) -> None:
     folder, by_task = samples
     fields = by_task[task]
-    _, requests = _evaluate(folder, task, fields, rule_judge(), tools=())
+    _, requests = _evaluate(folder, task, fields, rule_judge(), tools=(), method=method)
     spec = get_task(task)
     views = judge_views(requests, spec.sub_questions)
     assert sorted(views) == sorted(q.id for q in spec.sub_questions)
@@ -74,10 +83,13 @@ def test_images_and_conditions_reaching_the_judge_match_the_doc(samples, task: s
         assert view.conditions == wanted, question.id
 
 
-def test_each_concept_question_sees_its_own_half(samples) -> None:
+@pytest.mark.parametrize("method", METHODS)
+def test_each_concept_question_sees_its_own_half(samples, method: str) -> None:
     folder, by_task = samples
     fields = by_task["multi_concept_ic"]
-    _, requests = _evaluate(folder, "multi_concept_ic", fields, rule_judge(), tools=())
+    _, requests = _evaluate(
+        folder, "multi_concept_ic", fields, rule_judge(), tools=(), method=method
+    )
     views = judge_views(requests, get_task("multi_concept_ic").sub_questions)
     pair = Image.open(folder / fields["images"]["subject"]).convert("RGB")
     middle = pair.width // 2
@@ -88,10 +100,16 @@ def test_each_concept_question_sees_its_own_half(samples) -> None:
     for qid, (half, side) in halves.items():
         view = views[qid]
         reference = next(p for p in view.request.messages[-1].parts if isinstance(p, ImagePart))
-        assert np.array_equal(np.asarray(decoded(reference)), np.asarray(half)), qid
+        if method == "paper":  # sent as the official code sends it: JPEG at quality 75
+            assert reference.image.data == jpeg75(half), qid
+        else:
+            assert np.array_equal(np.asarray(decoded(reference)), np.asarray(half)), qid
         assert f"the {side} half of the side-by-side reference image" in view.text
-    # the planner (offered tools) sees the pair whole, named as both concepts side by side
-    _, planned = _evaluate(folder, "multi_concept_ic", fields, rule_judge())
+    # the planner (offered tools) sees the pair whole, named as both concepts side by side;
+    # no preflight: the scripted judge never asks for Grounding, whose weights are not here
+    _, planned = _evaluate(
+        folder, "multi_concept_ic", fields, rule_judge(), method=method, preflight=False
+    )
     plan = next(r for r in planned if "### Questions" in request_text(r))
     sizes = [(p.label, (p.image.width, p.image.height)) for p in _image_parts(plan)]
     assert sizes == [("subject", pair.size), ("output", expected_size("output"))]
@@ -130,21 +148,23 @@ def _highlight_everything(request: ModelRequest) -> str:
     return '{"score": 6, "reasoning": "ok"}'
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("task", TASK_IDS)
-def test_default_grounding_queries_match_the_doc(samples, task: str) -> None:
+def test_default_grounding_queries_match_the_doc(samples, task: str, method: str) -> None:
     folder, by_task = samples
     fields = by_task[task]
     detector = RecordingDetector()
     with TOOLS.scoped():
         TOOLS.register("Grounding", GroundingTool(detector=detector), replace=True)  # type: ignore[arg-type]
         score, requests = _evaluate(
-            folder, task, fields, _highlight_everything, tools=("Grounding",)
+            folder, task, fields, _highlight_everything, tools=("Grounding",), method=method
         )
     rows = {row["sub-question"]: row for row in doc_rows() if row["task"] == task}
     spec = get_task(task)
     views = judge_views(requests, spec.sub_questions)
+    column = f"Grounding query (`{method}`)"
     for sub in score.sub_scores:
-        wanted = fill(ticked(rows[sub.question_id]["default Grounding query"])[0], fields)
+        wanted = fill(ticked(rows[sub.question_id][column])[0], fields)
         assert sub.tool == "Grounding" and sub.tool_query == wanted, sub.question_id
         assert [(s.tool, s.query) for s in sub.tool_steps] == [("Grounding", wanted)]
         assert wanted in detector.queries
@@ -153,7 +173,10 @@ def test_default_grounding_queries_match_the_doc(samples, task: str) -> None:
         question = next(q for q in spec.sub_questions if q.id == sub.question_id)
         assert [role for role, _ in view.images] == list(question.image_roles)
         assert [size for _, size in view.images] == [expected_size(r) for r in question.image_roles]
-        assert "focus on the highlighted parts" in view.text
+        if method == "paper":
+            assert FOCUS_TEXT in view.text and "[0, 0," not in view.text
+        else:
+            assert "focus on the highlighted parts" in view.text and "[0, 0," in view.text
         assert set(sub.tool_image_ids) == set(question.image_roles)
 
 
@@ -171,6 +194,53 @@ def test_default_query_falls_back_to_the_prompt_without_a_name(
     fields = {k: v for k, v in by_task[task].items() if k != drop}
     with TOOLS.scoped():
         TOOLS.register("Grounding", GroundingTool(detector=RecordingDetector()), replace=True)  # type: ignore[arg-type]
-        score, _ = _evaluate(folder, task, fields, _highlight_everything, tools=("Grounding",))
+        score, _ = _evaluate(
+            folder, task, fields, _highlight_everything, tools=("Grounding",), method="extended"
+        )
     sub = next(s for s in score.sub_scores if s.question_id == question)
     assert sub.tool_query == fields[query_field]
+
+
+def _choose(tool: str) -> Any:
+    """A planner choosing ``tool`` for every question; a judge scoring 6."""
+
+    def reply(request: ModelRequest) -> str:
+        text = request_text(request)
+        if "### Questions" in text:
+            ids = re.findall(r"- task_id (\d+):", text)
+            return json.dumps(
+                [{"task_id": i, "reasoning": "-", "used": "yes", "tool": tool} for i in ids]
+            )
+        return rule_judge(default_score=6)(request)
+
+    return reply
+
+
+@pytest.mark.parametrize("task", TASK_IDS)
+def test_tools_run_under_the_paper_method_match_the_doc(samples, task: str) -> None:
+    folder, by_task = samples
+    fields = by_task[task]
+    rows = {row["sub-question"]: row for row in doc_rows() if row["task"] == task}
+    for tool in ("Grounding", "Scene Graph", "Difference"):
+        with TOOLS.scoped():
+            TOOLS.register("Grounding", GroundingTool(detector=RecordingDetector()), replace=True)  # type: ignore[arg-type]
+            score, _ = _evaluate(folder, task, fields, _choose(tool))
+        for sub in score.sub_scores:
+            runs = tool in ticked(rows[sub.question_id]["tools run (`paper`)"])
+            assert (sub.tool == tool) is runs, (tool, sub.question_id)
+            assert sub.degraded is not runs, (tool, sub.question_id)
+            if not runs:
+                assert "runs Difference only in mask_guided_ie" in (sub.note or "")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_planner_sees_the_images_the_doc_lists(samples, method: str) -> None:
+    folder, by_task = samples
+    rows = {row["task"]: row for row in doc_table("The planner's request")}
+    column = next(name for name in rows["text_guided_ig"] if f"`{method}`" in name)
+    for task, fields in by_task.items():
+        _, requests = _evaluate(folder, task, fields, rule_judge(), method=method)
+        plan = next(r for r in requests if "### Questions" in request_text(r))
+        assert [p.label for p in _image_parts(plan)] == ticked(rows[task][column]), task
+        asks_query = '"query"' in request_text(plan)
+        assert asks_query is (method == "extended"), task

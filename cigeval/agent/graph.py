@@ -6,9 +6,10 @@ Outer graph:   START -> plan -> (one ``answer`` branch per sub-question, in para
                judge asks for another tool and rounds remain (``EvalConfig.max_rounds``).
 Each later round continues the sub-question's conversation (every earlier request, reply and
 observation), and the sub-score lists every tool run in ``tool_steps``.
-A plan entry that cannot be used (after the re-asks) and a tool that fails on the sample
-(``EvalConfig.tool_errors="fallback"``) never fail the sample: the sub-question is judged
-without the tool, and the sub-score's ``note`` and an ``error`` trace event (stage
+A plan entry that cannot be used (after the re-asks), a tool the method does not run in the
+task (``EvalConfig.tool_use``, see :mod:`cigeval.agent.tool_use`) and a tool that fails on
+the sample (``EvalConfig.tool_errors="fallback"``) never fail the sample: the sub-question is
+judged without the tool, and the sub-score's ``note`` and an ``error`` trace event (stage
 ``fallback``) say why. A missing dependency or an unloadable model is a setup error and
 always fails.
 The per-sample objects (images, judge session, tools) travel in the graph's runtime context,
@@ -33,7 +34,8 @@ from cigeval.agent.judging import (
     build_round_message,
     parse_judge_reply,
 )
-from cigeval.agent.plan import PlanItem, build_plan_messages, parse_plan
+from cigeval.agent.plan import PlanItem, build_plan_messages, parse_plan, shares_entries
+from cigeval.agent.tool_use import why_not_run
 from cigeval.errors import CigevalError, ConfigError, MissingDependency, ParseError, ToolError
 from cigeval.messages import Message
 from cigeval.sample_run import SampleRun
@@ -101,12 +103,13 @@ async def plan_node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[s
     if not ctx.tools:
         return {"plan": {q.id: PlanItem(q.id, None) for q in questions}}
     messages = build_plan_messages(ctx.run, ctx.spec, ctx.tools)
+    shared = shares_entries(ctx.run.config)
     try:
         plan = await ctx.run.judge.ask(
-            "plan", messages, lambda text: parse_plan(text, questions, ctx.tools)
+            "plan", messages, lambda text: parse_plan(text, questions, ctx.tools, shared=shared)
         )
     except ParseError as exc:
-        plan = parse_plan(exc.reply or "", questions, ctx.tools, strict=False)
+        plan = parse_plan(exc.reply or "", questions, ctx.tools, strict=False, shared=shared)
     for item in plan.values():
         if item.reasoning:
             ctx.run.trace.add(ThoughtEvent(text=item.reasoning, question_id=item.question_id))
@@ -148,9 +151,24 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
     )
     if item.tool is None:
         return {"result": None, "failure": None}
+    step = ToolStep(round=round_number, tool=item.tool, query=item.query, thought=item.reasoning)
+    refused = why_not_run(item.tool, ctx.spec.id, run.config)
+    if refused is not None:
+        note = f"judged without a tool: {refused}"
+        run.trace.add(ErrorEvent(stage=FALLBACK, message=note, question_id=question.id))
+        return {
+            "result": None,
+            "failure": refused,
+            "steps": [*state["steps"], step.model_copy(update={"error": f"not run: {refused}"})],
+            "notes": [*state["notes"], note],
+        }
 
     async def call_model(purpose: str, messages: list[Message]) -> str:
         return await run.judge.call(purpose, messages, question.id, round=round_number)
+
+    async def call_scene_graph_model(purpose: str, messages: list[Message]) -> str:
+        assert run.scene_graph is not None
+        return await run.scene_graph.call(purpose, messages, question.id, round=round_number)
 
     tool_ctx = ToolContext(
         sample=run.sample,
@@ -162,8 +180,8 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
         encode=run.encode,
         memo=run.memo,
         cache=run.tool_cache,
+        call_scene_graph_model=call_scene_graph_model if run.scene_graph is not None else None,
     )
-    step = ToolStep(round=round_number, tool=item.tool, query=item.query, thought=item.reasoning)
     try:
         result = await get_tool(item.tool).run(tool_ctx)
     except (MissingDependency, ConfigError):
@@ -193,7 +211,8 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
             data=result.data,
         )
     )
-    used_query = item.query or _str_or_none(result.data.get("query"))
+    # The query the tool used (Grounding may not use the planner's, see grounding.queries).
+    used_query = _str_or_none(result.data.get("query")) or item.query
     step = step.model_copy(
         update={
             "tool": result.tool,

@@ -53,6 +53,13 @@ def _reply_format(run: SampleRun, can_request_tool: bool, tool_names: list[str])
     )
 
 
+def _say_dimmed(run: SampleRun, result: ToolResult | None) -> bool:
+    """Whether the judge's tool header says what was highlighted and dimmed: only under
+    ``tool_text="detailed"``; under ``focus`` the tool's own one-line text says it all."""
+    highlighted = result is not None and result.highlighted
+    return highlighted and run.config.tool_text == "detailed"
+
+
 def build_judge_messages(
     run: SampleRun,
     question: SubQuestion,
@@ -62,9 +69,8 @@ def build_judge_messages(
 ) -> list[Message]:
     """System context plus a user message: rules, labelled images, tool content, conditions."""
     prompt_dir = run.config.prompt_dir
-    parts: list[TextPart | ImagePart] = [
-        TextPart("RULES:\n" + question.rules_text(run.sample, prompt_dir)),
-    ]
+    rules = question.rules_text(run.sample, prompt_dir, run.config.scoring_rules)
+    parts: list[TextPart | ImagePart] = [TextPart("RULES:\n" + rules)]
     replaced = result.images if result is not None else {}
     for index, role in enumerate(question.image_roles, start=1):
         if role not in run.images:
@@ -78,7 +84,7 @@ def build_judge_messages(
         "judge_tail.j2",
         prompt_dir=prompt_dir,
         tool=result.tool if result is not None else None,
-        highlighted=bool(result is not None and result.highlighted),
+        highlighted=_say_dimmed(run, result),
         observation=result.text if result is not None and result.text else "",
         conditions=conditions,
         # The first condition alone, for --prompt-dir templates written before several were shown.
@@ -115,7 +121,7 @@ def build_round_message(
         max_rounds=run.config.max_rounds,
         tool=result.tool if result is not None else None,
         query=request.query or "",
-        highlighted=bool(result is not None and result.highlighted),
+        highlighted=_say_dimmed(run, result),
         observation=result.text if result is not None else "",
         note=no_tool_reason or request.note or "no tool was named",
     )

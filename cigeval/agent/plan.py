@@ -9,9 +9,10 @@ that is not offered is judged without a tool, with a note saying why.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from cigeval.config import EvalConfig
 from cigeval.errors import ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.parsing import extract_json, parse_yes_no
@@ -39,14 +40,37 @@ class PlanItem:
     note: str | None = None
 
 
-def task_ids(questions: tuple[SubQuestion, ...]) -> dict[str, SubQuestion]:
-    """The task_id shown to the planner for each question: '1', '2', ..."""
-    return {str(index): q for index, q in enumerate(questions, start=1)}
+def task_ids(questions: tuple[SubQuestion, ...], *, shared: bool = False) -> dict[str, SubQuestion]:
+    """The task_id shown to the planner for each question: '1', '2', ...
+
+    ``shared``: a question ``planned_with`` another gets no task_id of its own; it takes the
+    other's entry (the official planner is asked about both concept similarities as one).
+    """
+    asked = [q for q in questions if not (shared and q.planned_with)]
+    return {str(index): q for index, q in enumerate(asked, start=1)}
+
+
+def _followers(questions: tuple[SubQuestion, ...], leader: SubQuestion) -> list[SubQuestion]:
+    return [q for q in questions if q.planned_with == leader.id]
+
+
+def shares_entries(config: EvalConfig) -> bool:
+    """Whether questions ``planned_with`` another share its plan entry (the paper's prompt)."""
+    return config.planner_prompt == "paper"
 
 
 def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> list[Message]:
-    """The tool-selection request: task, conditions, questions, tools, and the images."""
+    """The tool-selection request: task, conditions, questions, tools, and the images.
+
+    ``planner_prompt="paper"``: the tools as the paper describes them, the note that tools do
+    not help on processed images in every task (as the official prompt), and the images in
+    the task's input order; ``extended``: cigeval's descriptions, the note only where the
+    task has a processed condition, images in the questions' order. The planner is asked for
+    a Grounding query only under ``grounding.queries="planner"``.
+    """
     sample = run.sample
+    config = run.config
+    paper = config.planner_prompt == "paper"
     conditions = []
     for field in (*_PLAN_FIELDS, *spec.declared_text_fields):
         value = getattr(sample, field, None)
@@ -55,32 +79,63 @@ def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> li
             conditions.append(line)
     if sample.concepts:
         conditions.append("Concepts: " + ", ".join(sample.concepts))
-    questions = [
-        {"task_id": tid, "question": q.question, "images": ", ".join(q.image_roles)}
-        for tid, q in task_ids(spec.sub_questions).items()
-    ]
+    questions = []
+    for tid, q in task_ids(spec.sub_questions, shared=paper).items():
+        group = [q, *_followers(spec.sub_questions, q)] if paper else [q]
+        # each member's own images first, then those every member shows (e.g. the output)
+        common = set.intersection(*(set(member.image_roles) for member in group))
+        ordered = [role for member in group for role in member.image_roles]
+        roles = list(dict.fromkeys([r for r in ordered if r not in common] + ordered))
+        wording = q.plan_question if len(group) > 1 and q.plan_question else q.question
+        questions.append({"task_id": tid, "question": wording, "images": ", ".join(roles)})
+    described = [{"name": t.name, "description": _description(t, paper)} for t in tools]
     text = render(
         "tool_selection.j2",
-        prompt_dir=run.config.prompt_dir,
+        prompt_dir=config.prompt_dir,
         task_title=spec.title,
         condition_lines=conditions,
         questions=questions,
-        tools=tools,
+        tools=described,
         tool_names=", ".join(f'"{t.name}"' for t in tools),
-        processed_condition=spec.processed_condition,
+        processed_condition=spec.processed_condition or paper,
+        ask_query=config.grounding.queries == "planner",
     )
-    roles: list[str] = []
-    for q in spec.sub_questions:
-        for role in q.image_roles:
-            if run.side_by_side and role in ("subject_1", "subject_2"):
-                role = "subject"  # the planner sees the side-by-side image whole, as in the paper
-            if role not in roles and role in run.images:
-                roles.append(role)
     parts: list[TextPart | ImagePart] = [TextPart(text)]
-    for role in roles:
+    for role in _planner_roles(run, spec, in_task_order=paper):
         parts.append(TextPart(f"[{role}] {run.role_label(role)}:"))
         parts.append(ImagePart(run.encode(run.images[role]), role))
     return [Message("user", tuple(parts))]
+
+
+def _description(tool: Tool, paper: bool) -> str:
+    """What the planner reads about ``tool``: the paper's description where the tool has one
+    and the paper's prompt is used, else its own."""
+    if paper:
+        return str(getattr(tool, "paper_description", None) or tool.description)
+    return tool.description
+
+
+def _planner_roles(run: SampleRun, spec: TaskSpec, *, in_task_order: bool) -> list[str]:
+    """The images the planner sees: every image some question shows, once each.
+
+    In the task's input order (the official code's order, e.g. source, subject, output), or
+    in the order the questions show them. A side-by-side concept image is shown whole, as in
+    the paper.
+    """
+    shown: list[str] = []
+    for q in spec.sub_questions:
+        for role in q.image_roles:
+            if run.side_by_side and role in ("subject_1", "subject_2"):
+                role = "subject"
+            if role not in shown and role in run.images:
+                shown.append(role)
+    if not in_task_order:
+        return shown
+    order: list[str] = []
+    for role in spec.image_roles:
+        order += ["subject", "subject_1", "subject_2"] if role == "subjects" else [role]
+    ranked = [r for r in order if r in shown]
+    return ranked + [r for r in shown if r not in ranked]
 
 
 def _match_task_id(raw: Any, ids: dict[str, SubQuestion]) -> str:
@@ -97,7 +152,12 @@ def _match_task_id(raw: Any, ids: dict[str, SubQuestion]) -> str:
 
 
 def parse_plan(
-    text: str, questions: tuple[SubQuestion, ...], tools: list[Tool], *, strict: bool = True
+    text: str,
+    questions: tuple[SubQuestion, ...],
+    tools: list[Tool],
+    *,
+    strict: bool = True,
+    shared: bool = False,
 ) -> dict[str, PlanItem]:
     """Parse the planner's JSON list into one PlanItem per sub-question id.
 
@@ -105,8 +165,9 @@ def parse_plan(
     question needs exactly one entry, and an unknown task id or a tool that is not offered
     raises :class:`ParseError`, so the model is re-asked. Not strict (after the re-asks):
     whatever entries are usable are kept and every other question gets no tool and a note.
+    ``shared``: questions ``planned_with`` another take its entry (see :func:`task_ids`).
     """
-    ids = task_ids(questions)
+    ids = task_ids(questions, shared=shared)
     offered = [t.name for t in tools]
     plan: dict[str, PlanItem] = {}
     problems: dict[str, str] = {}
@@ -180,4 +241,7 @@ def parse_plan(
         plan[question.id] = PlanItem(
             question.id, None, note=f"judged without a tool: {reason} (after the re-asks)"
         )
+    for question in questions:
+        if shared and question.planned_with in plan:
+            plan[question.id] = replace(plan[question.planned_with], question_id=question.id)
     return plan

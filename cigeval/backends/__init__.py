@@ -1,8 +1,9 @@
 """Everything that talks to a model: the Backend protocol, its providers, limits and cache.
 
 Models are named by spec strings ``<provider>:<model>`` (:func:`resolve_backend`); the
-providers ``openai`` and ``hf`` are built in, others are added with :func:`register_backend`.
-Importing this package loads neither the openai client, torch, transformers nor langchain.
+providers ``openai``, ``hf``, ``anthropic``, ``gemini``, ``azure`` and ``litellm`` are built in,
+others are added with :func:`register_backend`. Importing this package loads neither the
+openai client, the Anthropic SDK, LiteLLM, torch, transformers nor langchain.
 """
 
 from __future__ import annotations
@@ -23,16 +24,24 @@ from cigeval.backends.resolve import resolve_backend
 from cigeval.backends.scripted import ScriptedBackend, ScriptExhausted
 
 if TYPE_CHECKING:
+    from cigeval.backends.anthropic_backend import AnthropicBackend
+    from cigeval.backends.azure_backend import AzureOpenAIBackend
+    from cigeval.backends.gemini_backend import GeminiBackend
     from cigeval.backends.hf_backend import HFBackend
     from cigeval.backends.langchain_backend import LangChainBackend
+    from cigeval.backends.litellm_backend import LiteLLMBackend
     from cigeval.backends.openai_backend import OpenAIBackend
 
 __all__ = [
+    "AnthropicBackend",
+    "AzureOpenAIBackend",
     "Backend",
     "CachedBackend",
+    "GeminiBackend",
     "HFBackend",
     "InFlightLimit",
     "LangChainBackend",
+    "LiteLLMBackend",
     "OpenAIBackend",
     "Preflight",
     "RateLimiter",
@@ -50,6 +59,10 @@ __all__ = [
 ]
 
 _LAZY = {
+    "AnthropicBackend": "cigeval.backends.anthropic_backend",
+    "AzureOpenAIBackend": "cigeval.backends.azure_backend",
+    "GeminiBackend": "cigeval.backends.gemini_backend",
+    "LiteLLMBackend": "cigeval.backends.litellm_backend",
     "OpenAIBackend": "cigeval.backends.openai_backend",
     "HFBackend": "cigeval.backends.hf_backend",
     "LangChainBackend": "cigeval.backends.langchain_backend",

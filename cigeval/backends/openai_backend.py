@@ -24,18 +24,18 @@ import weakref
 from collections.abc import Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 import openai
 import orjson
 from openai.types.chat import ChatCompletion
 
+from cigeval.backends._spec import call_settings, endpoint_url, model_and_urls, public_url
 from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
-from cigeval.backends.registry import ACCEPTED_FORMS
 from cigeval.config import RunConfig
-from cigeval.errors import BackendError, ConfigError, PreflightError
+from cigeval.errors import BackendError, ConfigError, PreflightError, TransportError
 from cigeval.messages import (
     ImagePart,
     Message,
@@ -83,7 +83,23 @@ class OpenAIBackend:
     ``max_in_flight`` caps concurrent calls; ``rate_limiter`` spaces them. ``max_tokens_param``
     names the field for the reply length: OpenAI wants ``max_completion_tokens``, most other
     servers ``max_tokens`` (the default picks by endpoint).
+
+    Providers that speak this API under another name (``gemini:``, ``azure:``) subclass it:
+    ``provider`` prefixes the identity, ``key_variable`` is the environment variable named
+    when a key is refused, ``batch_api`` says whether ``--batch`` may send its calls through
+    the OpenAI Batch API, and :meth:`_new_client` builds the SDK client.
     """
+
+    #: The prefix of the model spec and of :attr:`identity`.
+    provider = "openai"
+    #: The environment variable holding the key, named in errors about it.
+    key_variable = "OPENAI_API_KEY"
+    #: Whether ``--batch`` may send this backend's calls through the OpenAI Batch API.
+    batch_api = True
+    #: Whether the SDK client gets the request body already encoded (orjson bytes). A
+    #: client that reads the body (Azure's picks the deployment's path from its model)
+    #: gets it as a dict instead.
+    encoded_body = True
 
     def __init__(
         self,
@@ -143,7 +159,7 @@ class OpenAIBackend:
     @property
     def identity(self) -> str:
         """``openai:<model>`` (the URL and key are not part of it)."""
-        return f"openai:{self.model}"
+        return f"{self.provider}:{self.model}"
 
     @property
     def endpoint(self) -> str:
@@ -169,25 +185,25 @@ class OpenAIBackend:
             return client
 
     def _new_client(self, url: str | None) -> openai.AsyncOpenAI:
-        options: dict[str, Any] = {
-            "timeout": self.timeout_s,
-            # made once per process, not per client (the system's certificates take ~20 ms)
-            "verify": _tls_context(_plain_http(url)),
-        }
-        if self._max_in_flight is not None:
-            # Keep a connection for every call that may be in flight: the SDK's default
-            # keeps 100, and would reconnect for the rest after each burst of calls.
-            options["limits"] = _http_library().Limits(
-                max_connections=None, max_keepalive_connections=self._max_in_flight
-            )
-        http_client = openai.DefaultAsyncHttpxClient(**options)
+        """An SDK client for one server (it never retries: :meth:`complete` does)."""
         return openai.AsyncOpenAI(
             api_key=self._key.value,
             base_url=url,
             timeout=self.timeout_s,
             max_retries=0,
-            http_client=http_client,
+            http_client=self._http_client(url),
         )
+
+    def _http_client(self, url: str | None) -> Any:
+        """The SDK's HTTP client (its defaults) for one server: the process's one TLS context,
+        and a kept connection for every call that may be in flight (the SDK's default keeps
+        100 and would reconnect for the rest after each burst of calls)."""
+        options: dict[str, Any] = {"timeout": self.timeout_s, "verify": _tls_context(url)}
+        if self._max_in_flight is not None:
+            options["limits"] = _http_library().Limits(
+                max_connections=None, max_keepalive_connections=self._max_in_flight
+            )
+        return openai.DefaultAsyncHttpxClient(**options)
 
     def sdk_client(self) -> openai.AsyncOpenAI:
         """An SDK client for the first server of the spec, bound to the running event loop
@@ -217,8 +233,8 @@ class OpenAIBackend:
         return body
 
     def request_body(self, request: ModelRequest) -> bytes:
-        """:meth:`payload` as the JSON bytes sent: made with orjson, each image's data URI
-        built once per encoded image (however many requests show it)."""
+        """:meth:`payload` as the JSON bytes sent (see :func:`encode_json`); each image's data
+        URI is built once per encoded image, however many requests show it."""
         return encode_json(self.payload(request))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -227,7 +243,9 @@ class OpenAIBackend:
         The response's ``latency_s`` covers the whole call, retries and rate-limit waits included.
         """
         started = time.perf_counter()
-        body = self.request_body(request)
+        body: bytes | dict[str, Any] = (
+            self.request_body(request) if self.encoded_body else self.payload(request)
+        )
         estimate = 0
         if self.rate_limiter is not None and self.rate_limiter.tokens_per_minute:
             estimate = estimate_tokens(
@@ -237,6 +255,7 @@ class OpenAIBackend:
             )
         attempts = 0
         last_error = "no attempt made"
+        transport: str | None = None  # why the last attempt could not reach the server
         while True:
             attempts += 1
             with self._lock:
@@ -244,18 +263,19 @@ class OpenAIBackend:
             url = self.base_urls[index]
             retry_after: float | None = None
             fatal_status = 0
+            transport = None
             try:
                 async with self._in_flight.slot():
                     if self.rate_limiter is not None:
                         await self.rate_limiter.acquire(estimate)
-                    # client.post with the body already encoded, rather than
-                    # chat.completions.create: create() walks the whole body against the
-                    # SDK's TypedDicts, then the SDK encodes it with the standard json module,
-                    # about 10 ms of CPU per call with megabytes of images.
+                    # client.post with the body encoded once, rather than
+                    # chat.completions.create: create() walks the whole body against the SDK's
+                    # TypedDicts, then encodes it with the standard json module, some 10 ms of
+                    # CPU per call with megabytes of images.
                     # The SDK client never retries (max_retries=0): each pass of this loop is
                     # exactly one HTTP request, counted for the sample's usage.
                     note_http_attempt()
-                    completion = await _post_json(self._client(index), body, self.timeout_s)
+                    completion = await _post_chat(self._client(index), body, self.timeout_s)
                 text, model, usage, finish_reason = _read_completion(completion, self.model)
             except openai.APIStatusError as exc:
                 status = exc.status_code
@@ -264,10 +284,13 @@ class OpenAIBackend:
                     fatal_status = status
                 else:
                     retry_after = _retry_after(exc.response.headers)
+                    transport = "server_error" if status >= 500 else None
             except openai.APITimeoutError:
                 last_error = f"timed out after {self.timeout_s:g} s"
+                transport = "timeout"
             except openai.APIConnectionError as exc:
                 last_error = f"connection failed: {self._redact(_cause_text(exc))}"
+                transport = "connection"
             except (_MalformedReply, openai.APIResponseValidationError, ValueError) as exc:
                 last_error = f"unreadable reply: {self._redact(str(exc))[:300]}"
             else:
@@ -286,7 +309,10 @@ class OpenAIBackend:
             if fatal_status:
                 raise BackendError(self._failure(url, attempts, last_error, fatal_status))
             if attempts > self.max_retries:
-                raise BackendError(self._failure(url, attempts, last_error))
+                failure = self._failure(url, attempts, last_error)
+                if transport is not None:
+                    raise TransportError(failure, transport)
+                raise BackendError(failure)
             delay = self._delay(attempts, retry_after)
             logger.debug(
                 "%s attempt %d failed (%s); retrying in %.2f s",
@@ -320,8 +346,8 @@ class OpenAIBackend:
                     if names and self.model not in names:
                         raise PreflightError(
                             f"the server at {where} does not serve the model {self.model!r}; "
-                            f"it serves: {', '.join(sorted(names)[:20])}. Name one of them "
-                            "after 'openai:' in --model"
+                            f"it serves: {', '.join(_listed(names)[:20])}. Name one of them "
+                            f"after '{self.provider}:' in --model"
                         )
                     return
             elif listed.status_code in (401, 403):
@@ -362,7 +388,7 @@ class OpenAIBackend:
     def _refused(self, where: str, response: httpx.Response) -> str:
         return (
             f"the server at {where} refused the API key (HTTP {response.status_code}: "
-            f"{self._redact(_response_detail(response))}); set OPENAI_API_KEY to a key it "
+            f"{self._redact(_response_detail(response))}); set {self.key_variable} to a key it "
             "accepts"
         )
 
@@ -375,7 +401,7 @@ class OpenAIBackend:
     def _failure(self, url: str | None, attempts: int, error: str, status: int = 0) -> str:
         where = _public_url(url) if url else OPENAI_URL
         hint = {
-            401: " (check OPENAI_API_KEY or the api_key given)",
+            401: f" (check {self.key_variable} or the api_key given)",
             403: " (the key is not allowed to use this model)",
             404: " (check the model name and the base URL, which usually ends in /v1)",
         }.get(status, "")
@@ -392,31 +418,35 @@ class OpenAIBackend:
 
 
 def encode_json(payload: dict[str, Any]) -> bytes:
-    """A request body as compact UTF-8 JSON, as the SDK would send it, made with orjson.
+    """A request body as compact UTF-8 JSON, as the SDK writes it, encoded with orjson.
 
-    Text that orjson refuses (a lone surrogate) falls back to the standard json module with
-    ASCII escapes, which keeps it exactly.
+    Text orjson refuses (a lone surrogate) falls back to the standard json module with ASCII
+    escapes, which keep it exactly.
     """
     try:
         return orjson.dumps(payload)
-    except TypeError:
+    except TypeError:  # orjson.JSONEncodeError
         return json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
-async def _post_json(client: openai.AsyncOpenAI, body: bytes, timeout_s: float) -> Any:
-    """POST an encoded chat-completions body with the SDK client (its errors and types)."""
-    options: Any = {"timeout": timeout_s, "security": {"bearer_auth": True}}
-    if _sdk_takes_content():
+async def _post_chat(
+    client: openai.AsyncOpenAI, body: bytes | dict[str, Any], timeout: float
+) -> Any:
+    """POST a chat-completions body with the SDK client (its errors, its types)."""
+    options: Any = {"timeout": timeout, "security": {"bearer_auth": True}}
+    if isinstance(body, bytes) and _sdk_takes_content():
         return await client.post(
             "/chat/completions", content=body, cast_to=ChatCompletion, options=options
         )
-    # Older SDKs send a bytes body as it is.
-    return await client.post("/chat/completions", body=body, cast_to=ChatCompletion, options=options)  # type: ignore[arg-type]
+    # A dict, or bytes for an older SDK, which sends a bytes body as it is.
+    return await client.post(
+        "/chat/completions", body=body, cast_to=ChatCompletion, options=options
+    )
 
 
 @functools.lru_cache(maxsize=1)
 def _sdk_takes_content() -> bool:
-    """True when the SDK's ``post`` has a ``content`` argument for a body already encoded."""
+    """Whether the SDK's ``post`` takes a body already encoded as ``content``."""
     return "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
 
 
@@ -425,24 +455,23 @@ def _http_library() -> Any:
     return sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]]
 
 
-def _plain_http(url: str | None) -> bool:
-    return url is not None and urlsplit(url).scheme == "http"
+def _tls_context(url: str | None) -> ssl.SSLContext | bool:
+    """The TLS context the SDK clients of this process share (see :func:`_shared_tls`)."""
+    return _shared_tls(url is not None and urlsplit(url).scheme == "http")
 
 
 @functools.lru_cache(maxsize=2)
-def _tls_context(plain_http: bool) -> ssl.SSLContext | bool:
-    """The TLS context every SDK client of this process shares.
-
-    For plain-HTTP servers it loads no certificate at all (HTTP never uses it, and a
-    redirect to https fails verification rather than trusting anything); otherwise it is
-    the context the SDK's HTTP library makes by default (system certificates,
-    ``SSL_CERT_FILE``), made once instead of once per client (an HTTP library without
-    ``create_ssl_context`` gets ``True``: its clients make their own).
+def _shared_tls(plain_http: bool) -> ssl.SSLContext | bool:
+    """For plain-HTTP servers a context with no certificate at all (HTTP never uses it, and
+    a redirect to https fails verification instead of trusting anything); otherwise the
+    context the SDK's HTTP library makes by default (system certificates,
+    ``SSL_CERT_FILE``), made once per process instead of once per client. True when the
+    library cannot make one (each client then makes its own).
     """
     if plain_http:
         return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     make = getattr(_http_library(), "create_ssl_context", None)
-    return make() if make is not None else True  # True: each client makes its own
+    return make() if make is not None else True
 
 
 def to_openai_message(message: Message) -> dict[str, Any]:
@@ -470,14 +499,24 @@ _SERVER_FIX = (
 
 
 def _served_models(response: httpx.Response) -> set[str] | None:
-    """The model ids of a ``/models`` listing, or None when the body is not one."""
+    """The model ids of a ``/models`` listing, or None when the body is not one.
+
+    Gemini's OpenAI-compatible listing names models ``models/<name>`` while requests name
+    them ``<name>``: both forms count as served.
+    """
     try:
         data = response.json().get("data")
     except (ValueError, AttributeError):
         return None
     if not isinstance(data, list):
         return None
-    return {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
+    ids = {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
+    return ids | {i.removeprefix("models/") for i in ids}
+
+
+def _listed(names: set[str]) -> list[str]:
+    """Served names to quote in an error, without the ``models/`` doubles."""
+    return sorted(n for n in names if not n.startswith("models/"))
 
 
 def _response_detail(response: httpx.Response) -> str:
@@ -565,64 +604,18 @@ def _cause_text(exc: BaseException) -> str:
 
 
 def _endpoint_url(url: str | None) -> str:
-    """``url`` as recorded: no credentials, query or fragment, no trailing slash."""
-    if not url:
-        return OPENAI_URL
-    parts = urlsplit(_public_url(url))
-    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+    """``url`` as recorded (no credentials, query, fragment or trailing slash); OpenAI's own
+    URL when none is given."""
+    return endpoint_url(url) if url else OPENAI_URL
 
 
 def _public_url(url: str) -> str:
-    """``url`` without any user:password part."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return public_url(url)
 
 
 def from_spec(
     rest: str, *, base_url: str | Sequence[str] | None = None, run_config: RunConfig | None = None
 ) -> OpenAIBackend:
     """The backend of an ``openai:<model>[@URL,URL...]`` spec (the part after ``openai:``)."""
-    name, urls = _split_urls(rest)
-    if base_url is not None:
-        if urls:
-            raise ConfigError(
-                f"the server URL is given twice ('@' in {rest!r} and base_url); give one"
-            )
-        urls = _url_list(base_url)
-    if not name:
-        raise ConfigError(f"no model name in 'openai:{rest}'; accepted: {ACCEPTED_FORMS}")
-    config = run_config or RunConfig()
-    limiter = None
-    if config.requests_per_minute or config.tokens_per_minute:
-        limiter = RateLimiter(config.requests_per_minute, config.tokens_per_minute)
-    return OpenAIBackend(
-        name,
-        urls or None,
-        timeout_s=config.timeout_s,
-        max_retries=config.max_retries,
-        backoff_base_s=config.retry_backoff_s,
-        max_in_flight=config.max_calls_in_flight or 2 * config.concurrency,
-        rate_limiter=limiter,
-    )
-
-
-def _split_urls(rest: str) -> tuple[str, list[str]]:
-    """``name@url1,url2`` -> (name, [url1, url2]); an ``@`` not followed by a URL stays."""
-    for marker in ("@http://", "@https://"):
-        at = rest.find(marker)
-        if at >= 0:
-            return rest[:at].strip(), _url_list(rest[at + 1 :])
-    return rest, []
-
-
-def _url_list(urls: str | Sequence[str]) -> list[str]:
-    items = urls.split(",") if isinstance(urls, str) else list(urls)
-    cleaned = [u.strip() for u in items if u and u.strip()]
-    for url in cleaned:
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"server URL {url!r} must start with http:// or https://")
-    return cleaned
+    name, urls = model_and_urls("openai", rest, base_url)
+    return OpenAIBackend(name, urls or None, **call_settings(run_config))

@@ -1,4 +1,5 @@
-"""The backend registry: model providers by the prefix of a model spec (``openai:``, ``hf:``).
+"""The backend registry: model providers by the prefix of a model spec (``openai:``, ``hf:``,
+``anthropic:``, ``gemini:``, ``azure:``, ``litellm:``).
 
 A provider is a factory ``factory(model, *, base_url=None, run_config=None) -> Backend``
 receiving the part of the spec after ``<provider>:``. The built-in providers are registered
@@ -38,6 +39,10 @@ ACCEPTED_FORMS = (
     "'openai:<model>' (OpenAI; needs OPENAI_API_KEY), "
     "'openai:<model>@http://host:8000/v1' (any OpenAI-compatible server; several URLs "
     "separated by commas are served round robin), "
+    "'anthropic:<model>' (Claude; needs ANTHROPIC_API_KEY), "
+    "'gemini:<model>' (Gemini; needs GEMINI_API_KEY), "
+    "'azure:<deployment>' (Azure OpenAI; needs AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT), "
+    "'litellm:<provider>/<model>' (anything LiteLLM routes), each also as '<spec>@URL', "
     "'hf:<hub id or local path>' (a local transformers model), "
     "a langchain BaseChatModel, or a cigeval Backend instance"
 )
@@ -55,6 +60,10 @@ BACKENDS: Registry[BackendFactory] = Registry(
 )
 BACKENDS.register_lazy("openai", "cigeval.backends.openai_backend:from_spec")
 BACKENDS.register_lazy("hf", "cigeval.backends.hf_backend:from_spec")
+BACKENDS.register_lazy("anthropic", "cigeval.backends.anthropic_backend:from_spec")
+BACKENDS.register_lazy("gemini", "cigeval.backends.gemini_backend:from_spec")
+BACKENDS.register_lazy("azure", "cigeval.backends.azure_backend:from_spec")
+BACKENDS.register_lazy("litellm", "cigeval.backends.litellm_backend:from_spec")
 
 
 def register_backend(name: str, factory: BackendFactory, *, replace: bool = False) -> None:
@@ -68,5 +77,5 @@ def get_backend(name: str) -> BackendFactory:
 
 
 def backend_names() -> list[str]:
-    """The registered providers, e.g. ``['openai', 'hf']``."""
+    """The registered providers, e.g. ``['openai', 'hf', 'anthropic', ...]``."""
     return BACKENDS.names()

@@ -69,6 +69,8 @@ def _key_value(text: str) -> tuple[str, Any]:
 
 
 def _default_text(field: FieldInfo) -> str:
+    if _extra(field).get("by_method"):
+        return " (default: set by --method)"
     default = field.default
     if default is PydanticUndefined or default is None or field.default_factory is not None:
         return ""

@@ -8,9 +8,11 @@ import sys
 from pathlib import Path
 
 from cigeval.cli._common import UsageError, make_evaluator
+from cigeval.cli._dataset import add_dataset_flags, samples_source
 from cigeval.cli._flags import add_config_flags, build_config
 from cigeval.cli._help import split_help
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
+from cigeval.cli._track import add_track_flags, trackers_from_args
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, PreflightError
@@ -22,6 +24,7 @@ COMMON_FLAGS = (
     "--model",
     "--base-url",
     "--out",
+    "--dataset",
     "--rubric",
     "--tools",
     "--grounding-checkpoint",
@@ -38,25 +41,39 @@ COMMON_FLAGS = (
 
 def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
     """The arguments of ``evaluate``: the common ones, then the config fields' flags."""
-    p.usage = "cigeval evaluate SAMPLES.jsonl --model MODEL --out RESULTS.jsonl [options]"
-    p.description = (
-        "Judge every sample of SAMPLES.jsonl and append one record per sample to "
-        "--out. Rerunning with the same --out resumes: finished ids are skipped. One run at a "
-        "time per --out (a second one exits with status 2). Before the first sample, the "
-        "judge and the offered tools are checked (--no-preflight skips this). Exit status: "
-        "0 all ok, 1 some samples ended in error (their records are written), 2 usage error, "
-        "failed preflight or --out in use, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); "
-        "after 130 or 143, rerun the same command to finish."
+    p.usage = (
+        "cigeval evaluate (SAMPLES.jsonl | --dataset NAME_OR_PATH --columns MAPPING) "
+        "--model MODEL --out RESULTS.jsonl [options]"
     )
-    p.add_argument("samples", type=Path, help="samples JSONL (image paths relative to it)")
+    p.description = (
+        "Judge every sample of SAMPLES.jsonl (or of a Hugging Face dataset, --dataset) and "
+        "append one record per sample to --out; rerunning with the same --out and settings "
+        "resumes (docs/runs.md)."
+    )
+    p.epilog = (
+        "exit status: docs/exit-statuses.md has the table. 0 all ok; 1 some samples ended "
+        "in error; 2 nothing judged (usage, preflight, --out in use or with other settings); "
+        "3 circuit breaker (server down); 130/143 interrupted. After 3, 130 or 143 rerun to "
+        "finish."
+    )
+    p.add_argument(
+        "samples",
+        type=Path,
+        nargs="?",
+        help="samples JSONL (image paths relative to it); or --dataset",
+    )
     p.add_argument(
         "--model",
         action="append",
         required=True,
-        help="judge model: openai:<name>[@URL], hf:<name or path>; repeat for an ensemble",
+        help="judge model: openai:, anthropic:, gemini:, azure:, litellm: or hf: spec "
+        "(docs/judges.md); repeat for an ensemble",
     )
-    p.add_argument("--base-url", help="OpenAI-compatible server URL (else $OPENAI_BASE_URL)")
+    p.add_argument(
+        "--base-url", help="the judge's server URL, as '@URL' in --model (else $OPENAI_BASE_URL)"
+    )
     p.add_argument("--out", type=Path, required=True, help="results JSONL (appended, resumable)")
+    add_dataset_flags(p)
     add_tasks_file_flag(p)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
@@ -66,6 +83,7 @@ def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
     add_config_flags(r, RunOptions)
     r.add_argument("--price-table", type=Path, help="JSON: model -> USD per 1M prompt/completion")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_track_flags(p)
     split_help(p, COMMON_FLAGS)  # keep last: flags added after it would show in --help
 
 
@@ -100,9 +118,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from cigeval.results import load_price_table
     from cigeval.runs.run import run_samples
 
-    if not args.samples.is_file():
-        raise UsageError(f"samples file not found: {args.samples}")
     load_tasks_files(args)
+    samples = samples_source(args)
     config, run_config, ensemble = build_configs(args)
     engine = build_config(args, EngineConfig)
     options = build_config(args, RunOptions)
@@ -112,15 +129,17 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "of one process; use --batch on one machine, or --engine ray with direct calls"
         )
     evaluator = make_evaluator(args, config, run_config, ensemble)
+    trackers = trackers_from_args(args)
     try:
         prices = load_price_table(args.price_table) if args.price_table else None
         result = run_samples(
             evaluator,
-            args.samples,
+            samples,
             args.out,
             options=options,
             engine=engine,
             prices=prices,
+            callbacks=trackers,
             quiet=args.quiet,
         )
     except PreflightError as exc:

@@ -17,6 +17,7 @@ from cigeval.cli._common import (
     run_preflight,
 )
 from cigeval.cli._flags import add_config_flags, build_config
+from cigeval.cli._track import add_track_flags, log_probe, trackers_from_args
 from cigeval.cli.evaluate import default_image_dir
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.errors import CigevalError
@@ -43,7 +44,8 @@ def configure_probe_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
         action="append",
-        help="judge model: openai:<name>[@URL], hf:<name or path>; repeat for an ensemble",
+        help="judge model: openai:<name>[@URL], anthropic:, gemini:, azure:, litellm: (each "
+        "also with @URL; docs/judges.md), hf:<name or path>; repeat for an ensemble",
     )
     p.add_argument("--base-url", help="OpenAI-compatible server URL (else $OPENAI_BASE_URL)")
     p.add_argument(
@@ -88,6 +90,7 @@ def configure_probe_parser(p: argparse.ArgumentParser) -> None:
         help="folder for the probe set's images and samples.jsonl (default: OUT.probe-set)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_track_flags(p)
     add_config_flags(p.add_argument_group("probe thresholds (0-1 score scale)"), ProbeSettings)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
@@ -109,6 +112,8 @@ def _compare_only(args: argparse.Namespace) -> int:
 
     if args.model:
         raise UsageError("--compare OLD NEW compares two stored reports; leave out --model")
+    if args.track:
+        raise UsageError("--track logs a probe run; --compare OLD NEW runs nothing to log")
     old, new = (_load(path) for path in args.compare)
     drift = compare_reports(old, new)
     print(render_drift(drift))
@@ -137,6 +142,7 @@ def run_probe(args: argparse.Namespace) -> int:
         raise UsageError("--out is required: where to write the probe report")
     old = _load(compare[0]) if compare else None
     settings = build_config(args, ProbeSettings)
+    trackers = trackers_from_args(args)
     report, answers, written = _run(args, settings, bypass_cache=old is not None)
     drift = None
     if old is not None:
@@ -148,6 +154,7 @@ def run_probe(args: argparse.Namespace) -> int:
         report.save(args.out)
     except OSError as exc:
         raise UsageError(f"cannot write the report to {args.out}: {exc}") from None
+    log_probe(trackers, report, args.out)
     return _finish(args, report, drift, answers, written)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -29,17 +30,39 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import ray.data
 
-#: Environment variables the driver passes on to the workers when they are set: the judge's
-#: key and address, cigeval's own settings, and the offline switches of the Hugging Face hub.
+#: Environment variables the driver passes on to the workers (in Ray's ``runtime_env``,
+#: which Ray writes into its session logs) when they are set: the judge's address and
+#: organisation, the offline switches of the Hugging Face hub, and cigeval's own settings
+#: (``CIGEVAL_*`` names that do not look like a secret).
 FORWARDED_ENV = (
-    "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "OPENAI_ORG_ID",
     "OPENAI_PROJECT_ID",
-    "HF_TOKEN",
     "HF_HUB_OFFLINE",
     "TRANSFORMERS_OFFLINE",
 )
+#: Credentials the workers need and Ray must never log: they travel inside the
+#: :class:`WorkerSpec` (an actor's constructor argument, which Ray does not log) and are set
+#: in the worker's environment before its Evaluator is built. ``CIGEVAL_*`` names holding
+#: ``KEY``, ``TOKEN``, ``SECRET`` or ``PASSWORD`` are treated the same way.
+SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+
+class Secrets(dict[str, str]):
+    """Environment variables holding credentials; shown as their names only, so no repr,
+    log line or error message of Ray's prints a value."""
+
+    def __repr__(self) -> str:
+        return f"Secrets({sorted(self)})"
+
+    __str__ = __repr__
+
+
+def _is_secret(name: str) -> bool:
+    return name in SECRET_ENV or (
+        name.startswith("CIGEVAL_") and any(word in name for word in _SECRET_WORDS)
+    )
 
 
 def import_ray() -> Any:
@@ -54,31 +77,72 @@ def import_ray() -> Any:
 
 
 @contextlib.contextmanager
-def ray_session(address: str | None = None, *, num_cpus: int | None = None) -> Iterator[Any]:
+def ray_session(
+    address: str | None = None,
+    *,
+    num_cpus: int | None = None,
+    log_file: str | os.PathLike[str] | None = None,
+) -> Iterator[Any]:
     """Ray, connected for the ``with`` block: to ``address`` when given, else to a Ray
     started on this machine for the block (never to a cluster found by chance).
 
     A Ray already initialised in this process is used as it is and left running; one started
     or joined here is shut down on exit. ``num_cpus`` caps a local Ray (default: every core).
+    With ``log_file`` Ray's own log lines (the driver's, and the workers' output, which Ray
+    otherwise copies to this process's stderr) go to that file instead of the terminal.
     """
     ray = import_ray()
     if ray.is_initialized():
         yield ray
         return
+    with contextlib.ExitStack() as stack:
+        if log_file is not None:
+            stack.enter_context(_ray_logs_to(Path(log_file)))
+        try:
+            ray.init(
+                address=address or "local",
+                num_cpus=num_cpus if not address else None,
+                include_dashboard=False if not address else None,
+                configure_logging=False,
+                log_to_driver=log_file is None,
+            )
+        except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
+            where = f"the Ray cluster at {address!r}" if address else "a local Ray"
+            raise ConfigError(f"could not start or join {where}: {exc}") from exc
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+
+
+#: Ray's loggers that write to the terminal (Ray gives them handlers of their own at import).
+_RAY_LOGGERS = ("ray", "ray.data")
+
+
+@contextlib.contextmanager
+def _ray_logs_to(path: Path) -> Iterator[None]:
+    """Ray's Python loggers write to ``path`` (appended) instead of the terminal in the
+    block; their own handlers are put back after it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    saved = []
+    for name in _RAY_LOGGERS:
+        logger = logging.getLogger(name)
+        saved.append((logger, list(logger.handlers), logger.propagate))
+        for old in list(logger.handlers):
+            logger.removeHandler(old)
+        logger.addHandler(handler)
+        logger.propagate = False
     try:
-        ray.init(
-            address=address or "local",
-            num_cpus=num_cpus if not address else None,
-            include_dashboard=False if not address else None,
-            configure_logging=False,
-        )
-    except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
-        where = f"the Ray cluster at {address!r}" if address else "a local Ray"
-        raise ConfigError(f"could not start or join {where}: {exc}") from exc
-    try:
-        yield ray
+        yield
     finally:
-        ray.shutdown()
+        for logger, handlers, propagate in saved:
+            logger.removeHandler(handler)
+            for old in handlers:
+                logger.addHandler(old)
+            logger.propagate = propagate
+        handler.close()
 
 
 @dataclass(frozen=True)
@@ -93,11 +157,14 @@ class WorkerSpec:
     base_dir: str | None = None
     tasks: list[Any] = field(default_factory=list)
     setup: Callable[[], None] | None = None
+    secrets: Secrets = field(default_factory=Secrets)
 
     def build(self) -> Any:
-        """Register the driver's tasks, run ``setup``, and build the Evaluator."""
+        """Set the driver's credentials in this worker's environment, register the driver's
+        tasks, run ``setup``, and build the Evaluator."""
         from cigeval.evaluation import Evaluator
 
+        os.environ.update(self.secrets)
         _register_tasks(self.tasks)
         if self.setup is not None:
             self.setup()
@@ -218,12 +285,18 @@ def _split_limits(run_config: RunConfig, workers: int) -> RunConfig:
 
 
 def forwarded_env() -> dict[str, str]:
-    """The driver's values of :data:`FORWARDED_ENV` and every ``CIGEVAL_*`` variable."""
+    """The driver's values of :data:`FORWARDED_ENV` and of the ``CIGEVAL_*`` variables that
+    are not secrets: what goes into Ray's ``runtime_env`` (never a credential)."""
     return {
         name: value
         for name, value in os.environ.items()
-        if name in FORWARDED_ENV or name.startswith("CIGEVAL_")
+        if (name in FORWARDED_ENV or name.startswith("CIGEVAL_")) and not _is_secret(name)
     }
+
+
+def driver_secrets() -> Secrets:
+    """The driver's credentials (:data:`SECRET_ENV` and secret-looking ``CIGEVAL_*``)."""
+    return Secrets({name: value for name, value in os.environ.items() if _is_secret(name)})
 
 
 def _picklable(spec: WorkerSpec) -> None:
@@ -298,6 +371,7 @@ def worker_spec(
         base_dir=str(Path(base_dir or Path.cwd()).resolve()),
         tasks=_driver_tasks(),
         setup=worker_setup,
+        secrets=driver_secrets(),
     )
     _picklable(spec)
     return spec

@@ -46,3 +46,9 @@ class EngineConfig(BaseModel):
         description="CPUs reserved per worker actor",
         json_schema_extra={"flag": "--ray-cpus-per-worker"},
     )
+    ray_verbose: bool = Field(
+        False,
+        description="show Ray's own log lines on the terminal (default: they go to "
+        "RESULTS.ray.log next to --out)",
+        json_schema_extra={"flag": "--ray-verbose"},
+    )

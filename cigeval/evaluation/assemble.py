@@ -12,6 +12,7 @@ from PIL import Image
 from cigeval._version import __version__
 from cigeval.backends.base import Backend, backend_endpoint
 from cigeval.results.fingerprint import compute_fingerprint, fingerprint_settings
+from cigeval.rubrics.base import DEFAULT_SCORE_RANGE, out_of_range
 from cigeval.score import Score, Verdict
 from cigeval.session import JudgeSession
 from cigeval.trace import Trace
@@ -55,10 +56,22 @@ def judge_provenance(
     }
 
 
-def provenance_of(judges: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """A record's ``provenance``: cigeval's version and one :func:`judge_provenance` per
-    judge."""
-    return {"cigeval_version": __version__, "judges": list(judges)}
+def provenance_of(
+    judges: Iterable[dict[str, Any]],
+    *,
+    method: str | None = None,
+    scene_graph_model: str | None = None,
+) -> dict[str, Any]:
+    """A record's ``provenance``: cigeval's version, the method profile (``paper`` or
+    ``extended``), one :func:`judge_provenance` per judge, and the scene-graph model when one
+    apart from the judges wrote the scene graphs."""
+    provenance: dict[str, Any] = {"cigeval_version": __version__}
+    if method is not None:
+        provenance["method"] = method
+    provenance["judges"] = list(judges)
+    if scene_graph_model is not None:
+        provenance["scene_graph_model"] = scene_graph_model
+    return provenance
 
 
 def assemble_score(
@@ -76,11 +89,23 @@ def assemble_score(
     input_images: dict[str, str] | None = None,
     image_files: dict[str, str] | None = None,
     provenance: dict[str, Any] | None = None,
+    score_range: tuple[float, float] = DEFAULT_SCORE_RANGE,
+    transport_failure: str | None = None,
 ) -> Score:
-    """The Score of one sample. ``status`` is ``ok`` exactly when the verdict has a value."""
+    """The Score of one sample. ``status`` is ``ok`` exactly when the verdict has a value
+    within ``score_range`` (the rubric's declared range); a value outside it is refused: the
+    Score is an error naming the rubric, the value and the range. ``transport_failure`` (a
+    :class:`~cigeval.errors.TransportError` reason met by a model call) becomes the
+    ``error_kind`` of a Score that ended in error."""
     error = verdict.error
     if error is None and verdict.value is None:
         error = f"rubric {rubric!r} returned neither a value nor an error"
+    elif error is None and out_of_range(verdict.value, score_range):
+        low, high = score_range
+        error = (
+            f"rubric {rubric!r} returned the score {verdict.value!r}, outside its range "
+            f"[{low:g}, {high:g}]; refused (a rubric declares its range as score_range)"
+        )
     score = Score(
         id=sample_id,
         task=task,
@@ -89,6 +114,7 @@ def assemble_score(
         value=verdict.value if error is None else None,
         sub_scores=list(verdict.sub_scores),
         error=error,
+        error_kind=f"transport.{transport_failure}" if error and transport_failure else None,
         dimensions=dict(verdict.dimensions),
         details=dict(verdict.details),
         spread=verdict.spread,

@@ -6,7 +6,15 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Collection, Iterable, Sequence
+import weakref
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cigeval.backends import Backend, ResponseCache, resolve_backend
@@ -26,7 +34,9 @@ from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
 from cigeval.image_store import ImageStore, image_location
 from cigeval.images import EncodedImage
 from cigeval.prompts import templates_sha256
+from cigeval.results.fingerprint import compute_fingerprint, fingerprint_settings
 from cigeval.rubrics import get_rubric
+from cigeval.rubrics.base import score_range_of
 from cigeval.sample import (
     Sample,
     SampleLine,
@@ -58,6 +68,11 @@ class Evaluator:
     model, any :class:`cigeval.Backend`, or a list of these (an ensemble; see
     :class:`cigeval.EnsembleConfig`). Keyword arguments override :class:`cigeval.EvalConfig`
     fields, e.g. ``rubric="viescore"``.
+
+    The first sample judged runs the :meth:`preflight` first, once (the same checks and
+    :class:`~cigeval.errors.PreflightError` as ``cigeval evaluate``): a server that is down
+    or weights that are missing fail at once, not per sample. ``preflight=False`` (or
+    ``RunConfig(preflight=False)``) skips it.
     """
 
     def __init__(
@@ -68,12 +83,16 @@ class Evaluator:
         run_config: RunConfig | None = None,
         base_url: str | None = None,
         ensemble: EnsembleConfig | None = None,
+        preflight: bool | None = None,
         **config_overrides: Any,
     ) -> None:
         base = config or EvalConfig()
         try:
             self.config = (
-                EvalConfig.model_validate({**base.model_dump(), **config_overrides})
+                # The explicit settings only: a `method` override then fills in its own.
+                EvalConfig.model_validate(
+                    {**base.model_dump(exclude_unset=True), **config_overrides}
+                )
                 if config_overrides
                 else base
             )
@@ -81,6 +100,9 @@ class Evaluator:
             raise ConfigError(f"invalid evaluation settings: {exc}") from None
         self.run_config = run_config or RunConfig()
         self.ensemble = ensemble or EnsembleConfig()
+        self._preflight = _PreflightOnce(
+            self.run_config.preflight if preflight is None else preflight
+        )
         self.rubric = get_rubric(self.config.rubric)
         resolve_tools(self.config.tools)  # unknown tool names fail here, not once per sample
         models = list(model) if isinstance(model, list | tuple) else [model]
@@ -102,6 +124,8 @@ class Evaluator:
             self.batch = BatchCoordinator.from_run_config(self.run_config)
             self.backends = batch_backends(self.backends, self.batch)
         self.backend = self.backends[0]
+        #: The model writing scene graphs when ``config.scene_graph_model`` names one.
+        self.scene_graph_backend = self._scene_graph_backend()
         self.judges = build_judges(
             self.backends, self.config.generation(), self.ensemble, self.config.prompt_dir
         )
@@ -120,6 +144,7 @@ class Evaluator:
         callbacks: Sequence[RunCallback] = (),
         prices: dict[str, dict[str, float]] | None = None,
         quiet: bool = False,
+        track: Any = None,
         **option_overrides: Any,
     ) -> RunResult:
         """Judge ``samples`` into the results file ``out``, with every guarantee of
@@ -131,10 +156,14 @@ class Evaluator:
         (``overwrite=True``, ``retry_errors=True``, ``limit=10``); ``engine`` is
         ``"local"`` (default), ``"ray"`` or an :class:`~cigeval.engines.EngineConfig`;
         each of ``callbacks`` gets the :class:`~cigeval.runs.RunResult` at the end.
+        ``track`` logs the run to an experiment tracker when it ends: ``"wandb"``,
+        ``"mlflow"``, a :class:`cigeval.tracking.Tracker`, or a list of them
+        (docs/tracking.md).
         Returns that result (``print(result)`` shows the summary); Ctrl-C ends the run
         cleanly and is raised again as KeyboardInterrupt once the records are safe.
         """
         from cigeval.runs import RunOptions, run_samples
+        from cigeval.tracking import trackers_for
 
         base = options or RunOptions()
         if option_overrides:
@@ -151,12 +180,23 @@ class Evaluator:
             options=base,
             engine=engine,
             prices=prices,
-            callbacks=callbacks,
+            callbacks=[*callbacks, *trackers_for(track)],
             quiet=quiet,
         )
         if result.stopped_by == "SIGINT":
             raise KeyboardInterrupt
         return result
+
+    def _scene_graph_backend(self) -> Backend | None:
+        spec = self.config.scene_graph_model
+        if spec is None:
+            return None
+        backend = resolve_backend(spec, run_config=self.run_config)
+        if self.batch is not None:
+            from cigeval.backends.batch import batch_backends
+
+            backend = batch_backends([backend], self.batch)[0]
+        return backend
 
     def preflight(self) -> list[str]:
         """Synchronous :meth:`preflight_async`."""
@@ -170,11 +210,17 @@ class Evaluator:
         without one (scripted, langchain, your own) are skipped. When the rubric offers tools,
         each tool with a ``preflight(config)`` method loads what it needs (GroundingDINO's
         weights, the OCR engine). Raises :class:`PreflightError` naming the fix; returns a
-        line per check made.
+        line per check made. Once it has passed, judging does not run it again.
         """
+        done = await self._preflight_checks()
+        self._preflight.passed = True
+        return done
+
+    async def _preflight_checks(self) -> list[str]:
         done: list[str] = []
         seen: set[tuple[str, str | None]] = set()
-        for backend in self.backends:
+        helpers = [self.scene_graph_backend] if self.scene_graph_backend is not None else []
+        for backend in [*self.backends, *helpers]:
             name = (backend.identity, backend_endpoint(backend))
             check = getattr(backend, "preflight", None)
             if name in seen or check is None:
@@ -207,6 +253,16 @@ class Evaluator:
         """The judge model(s), as recorded in each Score."""
         return ",".join(dict.fromkeys(b.identity for b in self.backends))
 
+    def fingerprint_settings(self) -> dict[str, Any]:
+        """The settings this evaluator's records carry the fingerprint of (rubric, settings,
+        judges, prompt hashes, cigeval version; :mod:`cigeval.results.fingerprint`)."""
+        return fingerprint_settings(self.config.rubric, self._config_record(), self._provenance())
+
+    @property
+    def fingerprint(self) -> str:
+        """The fingerprint of the records this evaluator writes."""
+        return compute_fingerprint(self.fingerprint_settings())
+
     def _config_record(self) -> dict[str, Any]:
         record = self.config.record()
         if len(self.judges) > 1:
@@ -216,13 +272,19 @@ class Evaluator:
     def _provenance(self, traces: list[Trace] | None = None) -> dict[str, Any]:
         """The provenance of a record; ``traces`` holds each judge's trace, in judge order."""
         return provenance_of(
-            judge_provenance(
-                judge.label,
-                judge.backend,
-                templates_sha256(judge.prompt_dir),
-                traces[index] if traces is not None else None,
-            )
-            for index, judge in enumerate(self.judges)
+            (
+                judge_provenance(
+                    judge.label,
+                    judge.backend,
+                    templates_sha256(judge.prompt_dir),
+                    traces[index] if traces is not None else None,
+                )
+                for index, judge in enumerate(self.judges)
+            ),
+            method=self.config.method,
+            scene_graph_model=(
+                self.scene_graph_backend.identity if self.scene_graph_backend else None
+            ),
         )
 
     async def _judge_once(
@@ -242,20 +304,47 @@ class Evaluator:
             max_tokens_cap=config.token_cap,
             max_reply_chars=config.max_reply_chars,
         )
-        run = SampleRun(sample, images, config, session, trace, self.tool_cache, _encoded=encoded)
+        scene_graph = None
+        if self.scene_graph_backend is not None:
+            scene_graph = JudgeSession(
+                self.scene_graph_backend,
+                config.generation(),
+                trace,
+                config.max_parse_retries,
+                judge.prompt_dir,
+                templates_sha256(judge.prompt_dir),
+                max_tokens_cap=config.token_cap,
+                max_reply_chars=config.max_reply_chars,
+            )
+        run = SampleRun(
+            sample,
+            images,
+            config,
+            session,
+            trace,
+            self.tool_cache,
+            _encoded=encoded,
+            scene_graph=scene_graph,
+        )
         try:
             verdict = await self.rubric.evaluate(run)
         except Exception as exc:  # one failed judgment must never stop the others
             verdict = Verdict.failure(exc)
             trace.add(ErrorEvent(stage="evaluate", message=verdict.error or ""))
+        if scene_graph is not None:  # the sample's usage counts the scene-graph calls too
+            session.calls += scene_graph.calls
+            session.usage = session.usage + scene_graph.usage
         return verdict, session, trace
 
     async def evaluate_async(self, item: SampleInput, *, refresh_cache: bool = False) -> Score:
         """Judge one sample. Never raises for a bad sample: the Score says ``error`` and why.
+        Raises :class:`PreflightError` when the preflight (run before the first sample)
+        fails, and again on every later call.
 
         ``refresh_cache`` asks the judges again instead of reading cached answers (the new
         answers replace them), e.g. to rerun a sample that ended in error.
         """
+        await self._preflight.ensure(self.preflight_async)
         bypass = bypass_cached_answers() if refresh_cache else contextlib.nullcontext()
         # Under --batch the coordinator watches this sample to tell when a stage is complete.
         scope = self.batch.sample_scope() if self.batch else contextlib.nullcontext()
@@ -321,6 +410,10 @@ class Evaluator:
             input_images=input_images,
             image_files=image_files,
             provenance=self._provenance([t for _, _, t in outcomes]),
+            score_range=score_range_of(self.rubric),
+            transport_failure=next(
+                (s.transport_failure for _, s, _ in outcomes if s.transport_failure), None
+            ),
         )
 
     def _image_files(self, encoded: Iterable[EncodedImage]) -> dict[str, str]:
@@ -345,7 +438,8 @@ class Evaluator:
         """
         if self.batch is not None:
             await self.batch.aclose()
-        for backend in self.backends:
+        helpers = [self.scene_graph_backend] if self.scene_graph_backend is not None else []
+        for backend in [*self.backends, *helpers]:
             inner = getattr(backend, "inner", backend)  # CachedBackend wraps the real one
             close = getattr(inner, "aclose", None)
             if close is not None:
@@ -433,6 +527,38 @@ def _as_sample(item: SampleInput) -> Sample:
             raise InputError(item.error or "invalid sample", item.sample_id)
         return item.sample
     return sample_from_dict(item)
+
+
+class _PreflightOnce:
+    """Runs an Evaluator's preflight before its first sample, once, whatever the number of
+    samples starting at the same time or the event loops they run in; a failure is kept and
+    raised again for every later sample."""
+
+    def __init__(self, wanted: bool) -> None:
+        self.wanted = wanted
+        self.passed = False
+        self.failure: PreflightError | None = None
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def ensure(self, check: Callable[[], Awaitable[list[str]]]) -> None:
+        """Run ``check`` unless it passed (or is not wanted); raise its failure if it failed."""
+        if not self.wanted or self.passed:
+            return
+        if self.failure is not None:
+            raise PreflightError(str(self.failure))
+        lock = self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
+            if self.passed:
+                return
+            if self.failure is None:
+                try:
+                    await check()
+                except PreflightError as exc:
+                    self.failure = exc
+            if self.failure is not None:
+                raise PreflightError(str(self.failure))
 
 
 def _passthrough(item: SampleInput) -> dict[str, Any]:

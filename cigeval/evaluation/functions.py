@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cigeval.errors import ConfigError
 from cigeval.evaluation.evaluator import Evaluator, SampleInput
 from cigeval.sample import iter_samples_file
 from cigeval.score import Score
@@ -26,21 +27,56 @@ async def evaluate_async(sample: SampleInput, model: Any, **kwargs: Any) -> Scor
 
 
 def evaluate_many(
-    samples: Iterable[SampleInput] | str | Path,
+    samples: Iterable[SampleInput] | str | Path | Any,
     model: Any,
     *,
     concurrency: int | None = None,
+    columns: str | Mapping[str, str] | None = None,
+    task: str | None = None,
     **kwargs: Any,
 ) -> list[Score]:
-    """Judge many samples (a list, or the path of a samples JSONL); results in input order."""
-    items: Iterable[SampleInput] = (
-        iter_samples_file(samples) if isinstance(samples, str | Path) else samples
-    )
+    """Judge many samples; results in input order.
+
+    ``samples`` is a list, the path of a samples JSONL, or a Hugging Face
+    ``datasets.Dataset`` / ``IterableDataset`` with ``columns`` saying which column holds
+    which sample field (``{"task": "category", "prompt": "caption", "output": "image"}``;
+    see :class:`cigeval.hf_datasets.ColumnMap`) and ``task`` the task of every row when no
+    column holds it. Other keyword arguments go to :class:`Evaluator`.
+    """
+    items = _items(samples, columns, task)
     return Evaluator(model, **kwargs).evaluate_many(items, concurrency)
 
 
 async def evaluate_many_async(
-    samples: Iterable[SampleInput], model: Any, *, concurrency: int | None = None, **kwargs: Any
+    samples: Iterable[SampleInput] | Any,
+    model: Any,
+    *,
+    concurrency: int | None = None,
+    columns: str | Mapping[str, str] | None = None,
+    task: str | None = None,
+    **kwargs: Any,
 ) -> list[Score]:
     """Async :func:`evaluate_many`."""
-    return await Evaluator(model, **kwargs).evaluate_many_async(samples, concurrency)
+    items = _items(samples, columns, task)
+    return await Evaluator(model, **kwargs).evaluate_many_async(items, concurrency)
+
+
+def _items(
+    samples: Any, columns: str | Mapping[str, str] | None, task: str | None
+) -> Iterable[SampleInput]:
+    """The samples of a list, a samples file or a Hugging Face dataset."""
+    from cigeval.hf_datasets import dataset_samples, is_dataset
+
+    if is_dataset(samples):
+        if columns is None:
+            raise ConfigError(
+                "a dataset needs columns= saying which column holds which sample field, "
+                "e.g. {'task': 'category', 'prompt': 'caption', 'output': 'image'}"
+            )
+        return dataset_samples(samples, columns, task=task)
+    if columns is not None or task is not None:
+        raise ConfigError("columns= and task= apply to a Hugging Face dataset only")
+    if isinstance(samples, str | Path):
+        return iter_samples_file(samples)
+    items: Iterable[SampleInput] = samples
+    return items

@@ -39,6 +39,15 @@ def render(template: str, /, *, prompt_dir: str | None = None, **variables: Any)
     return _environment(prompt_dir).get_template(template).render(**variables).strip()
 
 
+def has_template(template: str, prompt_dir: str | None = None) -> bool:
+    """Whether ``template`` exists, built in or in ``prompt_dir``."""
+    try:
+        _environment(prompt_dir).get_template(template)
+    except jinja2.TemplateNotFound:
+        return False
+    return True
+
+
 def render_string(source: str, **variables: Any) -> str:
     """Render a user-supplied template string with the same strict rules."""
     return _environment().from_string(source).render(**variables).strip()

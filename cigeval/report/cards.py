@@ -26,6 +26,7 @@ CSS = """
 .cg-id{font-weight:600}.cg-muted{color:#666}
 .cg-badge{display:inline-block;padding:1px 6px;border-radius:9px;background:#e8f0fb;color:#1a4d8f}
 .cg-badge.cg-err{background:#fde8e8;color:#a00}
+.cg-badge.cg-deg{background:#fff3d6;color:#8a5a00}
 .cg-cond{margin:4px 0}.cg-cond b{color:#555;font-weight:600}
 .cg-imgs{display:flex;flex-wrap:wrap;gap:6px;margin:6px 0}
 .cg-fig{margin:0;text-align:center;font-size:11px;color:#555}
@@ -100,9 +101,22 @@ def _tool_cell(sub: Mapping[str, Any], image_tag: ImageTag) -> str:
     if isinstance(images, dict) and images:
         tags = "".join(image_tag(str(sha), str(role)) for role, sha in images.items())
         parts.append(f'<div class="cg-imgs cg-tool-imgs">{tags}</div>')
+    if sub.get("degraded"):
+        parts.append(
+            '<div><span class="cg-badge cg-deg" title="judged without the tool the plan '
+            'chose">degraded</span></div>'
+        )
     if sub.get("note"):
         parts.append(f'<div class="cg-muted"><i>{escape(str(sub["note"]))}</i></div>')
     return "".join(parts)
+
+
+def degraded_count(record: Mapping[str, Any] | None) -> int:
+    """How many sub-questions of a record were judged without the tool the plan chose."""
+    if record is None:
+        return 0
+    subs = record.get("sub_scores") or []
+    return sum(1 for s in subs if isinstance(s, dict) and s.get("degraded"))
 
 
 def _judge_block(label: str, record: Mapping[str, Any] | None, image_tag: ImageTag) -> str:
@@ -164,6 +178,12 @@ def sample_card(
     ]
     if len(judged) == 1 and records:
         head.append(_score_text(first))
+    degraded = sum(degraded_count(r) for r in records)
+    if degraded:
+        head.append(
+            f'<span class="cg-badge cg-deg">degraded: {degraded} sub-question(s) judged '
+            "without the planned tool</span>"
+        )
     if first.get("human") is not None:
         head.append(f'<span class="cg-muted">human: {escape(_human_text(first["human"]))}</span>')
     parts = [f'<div class="cg-card"><div class="cg-head">{"".join(head)}</div>']

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cigeval.results.jsonl import SkippedLine, read_records
+from cigeval.results.jsonl import SkippedLine, last_record_per_id, read_records
+from cigeval.rubrics.base import DEFAULT_SCORE_RANGE, out_of_range
 
 #: The generator label of a record without a ``model`` field.
 NO_GENERATOR = "(no model)"
@@ -24,7 +26,10 @@ NO_GENERATOR = "(no model)"
 class Run:
     """One judge's results: its label, where they came from, its records and what was skipped.
 
-    ``images`` holds images known in memory (sha256 -> PIL image), for runs made from Scores.
+    ``records`` holds one record per sample id: where an id repeats, the last record wins
+    (:func:`cigeval.results.last_record_per_id`) and the id is listed in ``duplicates``, so
+    every count and mean of a report counts samples, never lines. ``images`` holds images
+    known in memory (sha256 -> PIL image), for runs made from Scores.
     """
 
     label: str
@@ -33,9 +38,13 @@ class Run:
     skipped: list[SkippedLine] = field(default_factory=list)
     base_dir: Path | None = None
     images: dict[str, Any] = field(default_factory=dict)
+    duplicates: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.records = last_record_per_id(self.records, self.duplicates)
 
     def by_id(self) -> dict[str, dict[str, Any]]:
-        """The records by sample id (the last record wins when an id repeats)."""
+        """The records by sample id."""
         return {str(r["id"]): r for r in self.records}
 
     def judge(self) -> str | None:
@@ -51,13 +60,45 @@ def generator_of(record: Mapping[str, Any]) -> str:
 
 
 def score_of(record: Mapping[str, Any]) -> float | None:
-    """The record's score when it ended ``ok`` with a finite number, else None."""
+    """The record's score when it ended ``ok`` with a finite number within its rubric's
+    range, else None (such a record counts as an error in every mean and count)."""
     value = record.get("score")
-    if record.get("status") != "ok" or isinstance(value, bool):
+    if record.get("status") != "ok" or out_of_range(value, score_range(record)):
         return None
-    if isinstance(value, int | float) and value == value and abs(value) != float("inf"):
-        return float(value)
-    return None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def score_range(record: Mapping[str, Any]) -> tuple[float, float]:
+    """The range of the record's rubric: its declared ``score_range`` when the rubric is
+    registered here, else 0 to 1."""
+    return _rubric_range(str(record.get("rubric") or "cigeval"))
+
+
+@lru_cache(maxsize=64)
+def _rubric_range(name: str) -> tuple[float, float]:
+    from cigeval.rubrics import get_rubric
+    from cigeval.rubrics.base import score_range_of
+
+    try:
+        return score_range_of(get_rubric(name))
+    except Exception:  # a rubric not registered in this process: the default range
+        return DEFAULT_SCORE_RANGE
+
+
+def record_problem(record: Mapping[str, Any]) -> str | None:
+    """Why an ``ok`` record's score is not used (not a finite number, or outside its
+    rubric's range), or None when it is used or the record is not ``ok``."""
+    if record.get("status") != "ok" or score_of(record) is not None:
+        return None
+    value = record.get("score")
+    sample = f"sample {str(record.get('id'))!r}"
+    if out_of_range(value, (float("-inf"), float("inf"))):
+        return f"{sample} says ok but its score {value!r} is not a finite number"
+    low, high = score_range(record)
+    return (
+        f"{sample} says ok but its score {value!r} is outside the range [{low:g}, {high:g}] "
+        f"of rubric {record.get('rubric') or 'cigeval'!r}"
+    )
 
 
 def conditions_of(record: Mapping[str, Any]) -> dict[str, str]:
@@ -193,3 +234,39 @@ def frame_records(frame: Any) -> list[dict[str, Any]]:
 
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
+
+
+def split_by_settings(run: Run) -> tuple[list[Run], str | None]:
+    """``run`` as one run per fingerprint (the settings that made its records), so no number
+    pools records made with different settings; with the problem line that says so (None
+    when every record shares one fingerprint)."""
+    from cigeval.results.fingerprint import differing_settings, fingerprint_of, settings_of_record
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in run.records:
+        groups.setdefault(fingerprint_of(record), []).append(record)
+    if len(groups) <= 1:
+        return [run], None
+    parts = []
+    for fingerprint, records in groups.items():
+        part = Run(
+            f"{run.label} [settings {fingerprint[:8]}]",
+            run.source,
+            records,
+            base_dir=run.base_dir,
+            images=run.images,
+        )
+        parts.append(part)
+    parts[0].skipped = run.skipped
+    parts[0].duplicates = run.duplicates
+    first = settings_of_record(next(iter(groups.values()))[0])
+    differ: dict[str, None] = {}
+    for records in list(groups.values())[1:]:
+        differ.update(dict.fromkeys(differing_settings(first, settings_of_record(records[0]))))
+    counts = ", ".join(f"{fp[:8]}: {len(r)}" for fp, r in groups.items())
+    problem = (
+        f"{run.source}: records made with {len(groups)} different settings ({counts} "
+        f"records), shown as separate runs and never pooled; they differ in: "
+        f"{', '.join(differ) or 'unknown settings'}"
+    )
+    return parts, problem

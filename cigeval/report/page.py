@@ -24,15 +24,18 @@ from typing import Any
 from cigeval._version import __version__
 from cigeval.report import plots
 from cigeval.report.cards import CSS as CARD_CSS
-from cigeval.report.cards import figure, sample_card
+from cigeval.report.cards import degraded_count, figure, sample_card
 from cigeval.report.compare import compare_section
 from cigeval.report.data import (
+    NO_GENERATOR,
     Run,
     generator_of,
     load_run,
+    record_problem,
     run_from_scores,
     sample_ids,
     score_of,
+    split_by_settings,
     unique_labels,
 )
 from cigeval.report.images import THUMBNAIL_SIDE, ImageCatalog, requested_hashes
@@ -135,6 +138,7 @@ class Report:
                     "errors": sum(1 for r in present if score_of(r) is None)
                     + sum(1 for _, r in judged if r is None),
                     "spread": (max(finite) - min(finite)) if len(finite) > 1 else None,
+                    "degraded": sum(degraded_count(r) for r in present),
                     "search": search,
                     "html": sample_card(sid, judged, tag),
                 }
@@ -218,7 +222,8 @@ class Report:
             '<label>task <select id="cg-task"><option value="">all</option></select></label>'
             '<label>generator <select id="cg-gen"><option value="">all</option></select></label>'
             '<label>status <select id="cg-status"><option value="">all</option>'
-            '<option value="ok">ok</option><option value="error">error</option></select></label>'
+            '<option value="ok">ok</option><option value="error">error</option>'
+            '<option value="degraded">degraded</option></select></label>'
             '<label>score from <input id="cg-min" type="number" step="0.05" min="0" max="1">'
             ' to <input id="cg-max" type="number" step="0.05" min="0" max="1"></label>'
             '<label id="cg-judge-box">judge <select id="cg-judge"></select></label>'
@@ -311,10 +316,11 @@ def _interval(low: float | None, high: float | None) -> str:
 def _leaderboard_table(board: Leaderboard, level: float) -> str:
     head = "".join(f"<th>{escape(task)}</th>" for task in board.tasks)
     rows = []
-    for generator in board.ranking:
+    for generator in [*board.ranking, *board.unranked]:
         overall = board.overall[generator]
+        rank = board.rank(generator)
         cells = [
-            f"<td>{board.rank(generator)}</td><td>{escape(generator)}</td>",
+            f"<td>{'–' if rank is None else rank}</td><td>{escape(generator)}</td>",
             _cell_html(overall.mean, overall.low, overall.high, overall.n, overall.errors),
         ]
         for task in board.tasks:
@@ -327,7 +333,13 @@ def _leaderboard_table(board: Leaderboard, level: float) -> str:
         f'<table class="cg-t"><tr><th>rank</th><th>generator</th><th>all tasks</th>{head}</tr>'
         f"{''.join(rows)}</table>"
         f'<div class="cg-note">mean score (ok samples) with its {level:.0%} bootstrap interval; '
-        "n = samples scored, err = samples that ended in error</div>"
+        "n = samples scored, err = samples that ended in error"
+        + (
+            f"; records naming no generator ({escape(NO_GENERATOR)}) have their own row, unranked"
+            if board.unranked
+            else ""
+        )
+        + "</div>"
     )
 
 
@@ -423,6 +435,14 @@ def build_report(
                 raise TypeError(
                     f"expected results file paths, Runs or Scores, got {type(item).__name__}"
                 )
+    problems = []
+    split: list[Run] = []
+    for run in runs:
+        parts, mixed = split_by_settings(run)
+        split.extend(parts)
+        if mixed:
+            problems.append(mixed)
+    runs = split
     for run, label in zip(runs, unique_labels([r.label for r in runs]), strict=True):
         run.label = label
     if not 0 < level < 1:
@@ -437,22 +457,22 @@ def build_report(
                     base_dir=run.base_dir, in_memory=run.images,
                 )  # fmt: skip
     catalog.resolve(threads)
-    problems = []
     for run in runs:
         if not run.records:
             problems.append(f"{run.source}: no readable records")
-        ids = [str(r["id"]) for r in run.records]
-        repeated = len(ids) - len(set(ids))
-        if repeated:
+        if run.duplicates:
+            listed = ", ".join(repr(i) for i in run.duplicates[:10])
+            more = f" and {len(run.duplicates) - 10} more" if len(run.duplicates) > 10 else ""
             problems.append(
-                f"{run.source}: {repeated} record(s) repeat an id; the last one of each is shown"
+                f"{run.source}: {len(run.duplicates)} sample id(s) have more than one record "
+                f"({listed}{more}); the last record of each is used, n counts samples"
             )
-        problems += [
-            f"{run.source}: sample {str(r['id'])!r} says ok but its score {r.get('score')!r} "
-            "is not a finite number; it counts as an error here"
-            for r in run.records
-            if r.get("status") == "ok" and score_of(r) is None
-        ]
+        for record in run.records:
+            problem = record_problem(record)
+            if problem:
+                problems.append(
+                    f"{run.source}: {problem}; it counts as an error and is left out of every mean"
+                )
     return Report(
         runs=runs,
         leaderboards=[leaderboard(run, n_boot, level, seed) for run in runs],

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from cigeval.report.data import Run, generator_of, score_of
+from cigeval.report.data import NO_GENERATOR, Run, generator_of, score_of
 
 #: Resamples are drawn in blocks of this many, so a large group never needs a huge matrix.
 _BLOCK = 256
@@ -83,7 +83,8 @@ class Leaderboard:
 
     ``overall[g]`` is the cell of generator g over every task; ``by_task[g][t]`` the cell of
     generator g on task t; ``ranking`` the generators, best mean first (generators without
-    any ok sample last).
+    any ok sample last). Records that name no generator are no competitor: they have their
+    own row (``unranked``, :data:`~cigeval.report.data.NO_GENERATOR`), never ranked.
     """
 
     run: str
@@ -91,13 +92,18 @@ class Leaderboard:
     ranking: list[str]
     overall: dict[str, Cell]
     by_task: dict[str, dict[str, Cell]]
+    unranked: list[str] = field(default_factory=list)
 
-    def rank(self, generator: str) -> int:
-        """1 + the number of generators with a higher mean (ties share a rank)."""
+    def rank(self, generator: str) -> int | None:
+        """1 + the number of ranked generators with a higher mean (ties share a rank); None
+        for an unranked row."""
+        if generator in self.unranked:
+            return None
+        ranked = [self.overall[g] for g in self.ranking]
         mean = self.overall[generator].mean
         if mean is None:
-            return 1 + sum(1 for c in self.overall.values() if c.mean is not None)
-        return 1 + sum(1 for c in self.overall.values() if c.mean is not None and c.mean > mean)
+            return 1 + sum(1 for c in ranked if c.mean is not None)
+        return 1 + sum(1 for c in ranked if c.mean is not None and c.mean > mean)
 
 
 def leaderboard(run: Run, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> Leaderboard:
@@ -129,9 +135,11 @@ def leaderboard(run: Run, n_boot: int = 1000, level: float = 0.95, seed: int = 0
             if (generator, t) in scores or (generator, t) in errors
         }
     ranking = sorted(
-        generators, key=lambda g: (overall[g].mean is None, -(overall[g].mean or 0.0), g)
+        (g for g in generators if g != NO_GENERATOR),
+        key=lambda g: (overall[g].mean is None, -(overall[g].mean or 0.0), g),
     )
-    return Leaderboard(run.label, sorted(tasks), ranking, overall, by_task)
+    unranked = [NO_GENERATOR] if NO_GENERATOR in generators else []
+    return Leaderboard(run.label, sorted(tasks), ranking, overall, by_task, unranked)
 
 
 @dataclass

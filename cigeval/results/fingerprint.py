@@ -17,7 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from cigeval.errors import CigevalError
 
 #: Config keys that name where something lives rather than what it is (covered by a hash).
 _LOCATION_KEYS = frozenset({"prompt_dir", "prompt_dirs"})
@@ -99,3 +102,23 @@ def differing_settings(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str =
         elif left != right:
             names.append(name)
     return names
+
+
+class MixedSettings(CigevalError):
+    """A results file holds records made with other settings than the run appending to it.
+
+    ``records`` counts them; ``differing`` names the settings that differ (dotted names, as
+    :func:`differing_settings` gives them). The command line exits with status 2.
+    """
+
+    def __init__(self, path: Path, records: int, differing: list[str]) -> None:
+        self.path = path
+        self.records = records
+        self.differing = differing
+        names = ", ".join(differing) or "settings this version cannot name"
+        super().__init__(
+            f"{path} holds {records} record(s) made with other settings than this run's "
+            f"(they differ in: {names}); appending would mix two sets of settings in one "
+            "file. Use another --out, start afresh with --overwrite, or append anyway with "
+            "--allow-mixed-settings (reports then show them as separate runs)"
+        )

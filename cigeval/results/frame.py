@@ -12,8 +12,10 @@ if TYPE_CHECKING:
 
 
 def to_frame(scores: Iterable[Score | dict[str, Any]]) -> pd.DataFrame:
-    """One row per sample: id, task, rubric, model, status, score, error, judge, one column
-    per dimension (``dim.SC``...) and per sub-question (``sub.<question id>``), calls and tokens.
+    """One row per sample: id, task, rubric, model, status, score, error, judge, ``degraded``
+    (how many sub-questions were judged without the tool the plan chose; 0 for none), one
+    column per dimension (``dim.SC``...) and per sub-question (``sub.<question id>``), calls
+    and tokens.
 
     Accepts Scores or result records (``Score.to_record`` dicts, e.g. from
     :func:`cigeval.read_records`). pandas is imported here, on first use.
@@ -32,6 +34,7 @@ def to_frame(scores: Iterable[Score | dict[str, Any]]) -> pd.DataFrame:
             "score": score.value,
             "error": score.error,
             "judge": score.judge,
+            "degraded": len(score.degraded_questions),
         }
         row.update({f"dim.{name}": value for name, value in score.dimensions.items()})
         row.update({f"sub.{s.question_id}": s.score for s in score.sub_scores})

@@ -12,14 +12,23 @@ Every line written is valid UTF-8: text holding lone surrogates is made safe fir
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from cigeval._unicode import safe_text
+from cigeval.errors import ResultsWriteError
+from cigeval.results.fingerprint import (
+    MixedSettings,
+    compute_fingerprint,
+    differing_settings,
+    fingerprint_of,
+    settings_of_record,
+)
 from cigeval.results.lock import ResultsLock
 from cigeval.score import Score
 
@@ -142,6 +151,13 @@ class ResultsWriter:
     file is replaced. Rewrites are atomic. With ``lock`` (the default) the writer holds the
     file's :class:`~cigeval.results.lock.ResultsLock` until :meth:`close`, so a second writer
     on the same file fails with :class:`~cigeval.results.lock.ResultsLocked`.
+
+    ``settings`` (:func:`~cigeval.results.fingerprint.fingerprint_settings` of the run) makes
+    a resumed file with records of another fingerprint (among those kept) raise
+    :class:`~cigeval.results.fingerprint.MixedSettings` before the file is changed, unless
+    ``allow_mixed_settings``. A record that cannot be written (a full disk, permissions)
+    raises :class:`~cigeval.errors.ResultsWriteError`; the file is cut back to its last
+    complete record first.
     """
 
     def __init__(
@@ -152,9 +168,12 @@ class ResultsWriter:
         retry_errors: bool = False,
         include_trace: bool = True,
         lock: bool = True,
+        settings: Mapping[str, Any] | None = None,
+        allow_mixed_settings: bool = False,
     ) -> None:
         self.path = Path(path)
         self.include_trace = include_trace
+        self._settings = settings if not allow_mixed_settings else None
         self.finished: set[str] = set()
         self.skipped: list[SkippedLine] = []
         #: Ids whose error records were dropped by ``retry_errors`` (to be judged again).
@@ -170,7 +189,11 @@ class ResultsWriter:
                 self._resume(retry_errors)
             elif self.path.exists():
                 self.path.unlink()
-            self._handle: IO[bytes] = self.path.open("ab")
+            # Unbuffered: each record is one write of a complete line, so a failed write
+            # leaves nothing in a buffer to be flushed (and fail again) at close.
+            self._handle: IO[bytes] = self.path.open("ab", buffering=0)
+            if self._lock is not None:
+                self._lock.hold_file()  # the file may be new or replaced by the resume
         except BaseException:
             if self._lock is not None:
                 self._lock.release()
@@ -183,6 +206,8 @@ class ResultsWriter:
 
     def _resume(self, retry_errors: bool) -> None:
         statuses: dict[int, tuple[str, str]] = {}
+        other_settings: dict[int, dict[str, Any]] = {}  # records of another fingerprint
+        expected = compute_fingerprint(self._settings) if self._settings is not None else None
         torn_at: int | None = None  # offset of a last line without its newline
         offset = 0
         with self.path.open("rb") as handle:
@@ -199,17 +224,35 @@ class ResultsWriter:
                     self.skipped.append(SkippedLine(number, found))
                 else:
                     statuses[number] = (str(found["id"]), str(found.get("status")))
+                    if expected is not None and fingerprint_of(found) != expected:
+                        other_settings[number] = found
         drop = {line.line_number for line in self.skipped}
         if retry_errors:
             errors = {n for n, (_, status) in statuses.items() if status != "ok"}
             self.retrying = {statuses[n][0] for n in errors}
             drop |= errors
+        self._refuse_other_settings({n: r for n, r in other_settings.items() if n not in drop})
         if drop and torn_at is not None and len(drop) == 1:
             self._cut_torn_tail(torn_at)  # the usual damage after a kill: no rewrite needed
         elif drop:
             self._rewrite_without(drop, {line.line_number for line in self.skipped})
         self.previous_statuses = {i: st for n, (i, st) in statuses.items() if n not in drop}
         self.finished = set(self.previous_statuses)
+
+    def _refuse_other_settings(self, kept: dict[int, dict[str, Any]]) -> None:
+        """MixedSettings naming what differs, when kept records have another fingerprint."""
+        if not kept or self._settings is None:
+            return
+        differing: dict[str, None] = {}
+        seen: set[str] = set()
+        for record in kept.values():
+            fingerprint = fingerprint_of(record)
+            if fingerprint in seen:
+                continue
+            seen.add(fingerprint)
+            names = differing_settings(settings_of_record(record), self._settings)
+            differing.update(dict.fromkeys(names))
+        raise MixedSettings(self.path, len(kept), list(differing))
 
     def _cut_torn_tail(self, offset: int) -> None:
         """Move the bytes after ``offset`` to the side file and cut them off."""
@@ -261,10 +304,30 @@ class ResultsWriter:
             data = (line + "\n").encode("utf-8")
         except UnicodeEncodeError:
             data = (safe_text(line) + "\n").encode("utf-8")
-        self._handle.write(data)
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        self._append(data)
         self.finished.add(safe_text(score.id))
+
+    def _append(self, data: bytes) -> None:
+        """Write ``data`` whole and fsync it; on failure cut the file back to where it ended
+        and raise ResultsWriteError (the file keeps only complete records)."""
+        fd = self._handle.fileno()
+        end = os.fstat(fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        except OSError as exc:
+            # Should the cut fail too, the reader skips a torn last line and a resume moves
+            # it aside.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end)
+            reason = exc.strerror or str(exc)
+            raise ResultsWriteError(
+                f"cannot write to {self.path}: {reason}; it ends with its last complete "
+                "record, so rerunning the same command resumes once that is fixed"
+            ) from None
 
     def close(self) -> None:
         """Close the file and release its lock."""
@@ -292,5 +355,7 @@ def _unwritable_record(score: Score, exc: BaseException) -> dict[str, Any]:
         "sub_scores": [],
         "error": f"the record could not be written ({type(exc).__name__}: {str(exc)[:200]})",
         "judge": score.judge,
+        "config": score.config,
         "provenance": score.provenance,
+        "fingerprint": score.fingerprint,
     }

@@ -1,5 +1,9 @@
 """One run per results file: an exclusive lock next to it (``results.jsonl.lock``).
 
+The lock keys on the real file: the lock file sits next to the path with symlinks resolved,
+and the results file itself (its inode) is locked too, so a second run reaching the same file
+through a symlink or a hard link is refused like one using the same name.
+
 Two runs appending to the same file would evaluate every sample twice and write every record
 twice. The lock is an operating-system file lock (``flock`` on POSIX, ``msvcrt.locking`` on
 Windows), so it is released by the system when its process ends in any way, kill -9
@@ -25,10 +29,14 @@ from cigeval.errors import CigevalError
 class ResultsLocked(CigevalError):
     """Another run holds the lock on a results file; the message names it."""
 
-    def __init__(self, path: Path, holder: dict[str, Any] | None) -> None:
+    def __init__(
+        self, path: Path, holder: dict[str, Any] | None, *, other_name: bool = False
+    ) -> None:
         self.path = path
         self.holder = holder or {}
         who = "another cigeval run"
+        if other_name:
+            who += " (through another name of the same file: a hard link)"
         if holder:
             started = holder.get("started")
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if started else ""
@@ -42,8 +50,9 @@ class ResultsLocked(CigevalError):
 
 
 def lock_path(results: str | os.PathLike[str]) -> Path:
-    """The lock file of a results file: ``results.jsonl`` -> ``results.jsonl.lock``."""
-    path = Path(results)
+    """The lock file of a results file: ``results.jsonl`` -> ``results.jsonl.lock``, next to
+    the real file (symlinks resolved)."""
+    path = Path(results).resolve()
     return path.with_name(path.name + ".lock")
 
 
@@ -52,12 +61,16 @@ class ResultsLock:
 
     :meth:`acquire` raises :class:`ResultsLocked` at once when another process holds it;
     :meth:`release` (or leaving the ``with`` block) frees it and removes the lock file.
+    Whoever replaces the results file while holding the lock calls :meth:`hold_file` again.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.results = Path(path)
+        #: The results file with symlinks resolved; the lock file sits next to it.
+        self.real = self.results.resolve()
         self.path = lock_path(path)
         self._fd: int | None = None
+        self._file_fd: int | None = None
 
     def __repr__(self) -> str:
         state = "held" if self._fd is not None else "free"
@@ -97,9 +110,38 @@ class ResultsLock:
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps(holder).encode("utf-8", "replace"))
         self._fd = fd
+        try:
+            self.hold_file()
+        except BaseException:
+            self.release()
+            raise
+
+    def hold_file(self) -> None:
+        """Lock the results file itself (its inode), so that a run reaching it under another
+        name (a hard link) is refused; call it again after the file was replaced. Nothing is
+        locked while the file does not exist (nor on Windows, where such a lock would block
+        the writes)."""
+        if sys.platform == "win32":  # pragma: no cover - msvcrt locks are mandatory
+            return
+        self._release_file()
+        try:
+            fd = os.open(self.real, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        if not _try_lock(fd):
+            os.close(fd)
+            raise ResultsLocked(self.results, None, other_name=True)
+        self._file_fd = fd
+
+    def _release_file(self) -> None:
+        fd, self._file_fd = self._file_fd, None
+        if fd is not None:
+            _unlock(fd)
+            os.close(fd)
 
     def release(self) -> None:
         """Free the lock and remove the lock file (nothing happens when not held)."""
+        self._release_file()
         fd, self._fd = self._fd, None
         if fd is None:
             return

@@ -65,6 +65,17 @@ class RunSummary:
     cost_usd: float = 0.0
     judges: set[str] = field(default_factory=set)
     judgments_per_sample: int = 1
+    #: Samples with a sub-question judged without the tool the plan chose, and those
+    #: sub-questions (``SubScore.degraded``), whatever the sample's status.
+    degraded_samples: int = 0
+    degraded_questions: int = 0
+    #: True when degraded samples were made errors (``--on-degraded error``).
+    degraded_are_errors: bool = False
+    #: HTTP requests sent (retries and failed attempts included), from ``usage``'s
+    #: ``http_attempts``; None until a record reports them (backends that do not count).
+    http_attempts: int | None = None
+    #: Replies cut off (token limit, content filter), from ``usage``'s ``cut_off_replies``.
+    cut_off_replies: int = 0
     #: What the Batch API path did (``--batch``), or None.
     batch: BatchStats | None = None
 
@@ -77,6 +88,13 @@ class RunSummary:
             self.errors.append((score.id, score.error))
         self.calls += score.usage.get("calls", 0)
         self.cached_calls += score.usage.get("cached_calls", 0)
+        if "http_attempts" in score.usage:
+            self.http_attempts = (self.http_attempts or 0) + score.usage["http_attempts"]
+        self.cut_off_replies += score.usage.get("cut_off_replies", 0)
+        degraded = len(score.degraded_questions)
+        if degraded:
+            self.degraded_samples += 1
+            self.degraded_questions += degraded
         prompt, completion = (
             score.usage.get("prompt_tokens", 0),
             score.usage.get("completion_tokens", 0),
@@ -126,8 +144,12 @@ class RunSummary:
             "error": self.statuses["error"],
             "skipped_already_done": self.skipped,
             "mean_score_by_task": {t: sum(v) / len(v) for t, v in sorted(self.per_task.items())},
+            "degraded_samples": self.degraded_samples,
+            "degraded_questions": self.degraded_questions,
             "model_calls": self.calls,
             "cached_calls": self.cached_calls,
+            "http_attempts": self.http_attempts,
+            "cut_off_replies": self.cut_off_replies,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost_usd": round(self.cost_usd - self.batch_saving_usd, 4) if self.prices else None,
@@ -148,11 +170,33 @@ class RunSummary:
             lines.append(
                 f"  {task:<18} n={len(values):<5} mean score {sum(values) / len(values):.3f}"
             )
+        if self.degraded_samples:
+            treated = (
+                "made errors by --on-degraded error"
+                if self.degraded_are_errors
+                else "kept as ok; --on-degraded error makes them errors"
+            )
+            lines.append(
+                f"degraded: {self.degraded_samples} sample(s), {self.degraded_questions} "
+                f"sub-question(s) judged without the tool the plan chose (the notes say why; "
+                f"{treated})"
+            )
         fresh = self.calls - self.cached_calls
-        lines.append(
-            f"model calls: {self.calls} ({self.cached_calls} from cache, {fresh} sent); "
-            f"tokens: {self.prompt_tokens} prompt + {self.completion_tokens} completion"
+        attempts = (
+            f", {self.http_attempts} HTTP attempts with retries and failures"
+            if self.http_attempts is not None
+            else ""
         )
+        lines.append(
+            f"model calls: {self.calls} ({self.cached_calls} from cache, {fresh} sent"
+            f"{attempts}); tokens: {self.prompt_tokens} prompt + {self.completion_tokens} "
+            "completion"
+        )
+        if self.cut_off_replies:
+            lines.append(
+                f"cut-off replies: {self.cut_off_replies} (stopped at the token limit or by "
+                "a content filter)"
+            )
         if self.judgments_per_sample > 1:
             lines.append(
                 f"ensemble: {self.judgments_per_sample} judgments per sample "

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+import math
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from cigeval.sample import Sample
@@ -18,6 +19,11 @@ class Rubric(Protocol):
     needs; ``evaluate`` returns a :class:`~cigeval.score.Verdict` (a value, or the error that
     prevented one) and may raise on failures, which the evaluator turns into an ``error``
     record. The evaluator adds the sample's identity, trace, usage and settings.
+
+    A rubric may declare ``score_range = (low, high)``: the values its verdicts can take
+    (default :data:`DEFAULT_SCORE_RANGE`, 0 to 1). A value outside it (or not a finite number)
+    never becomes a score: the sample ends in ``error`` naming the rubric, the value and the
+    range. The attribute is optional, so rubrics written without it keep working.
     """
 
     name: str
@@ -30,3 +36,24 @@ class Rubric(Protocol):
     async def evaluate(self, run: SampleRun) -> Verdict:
         """Judge one sample."""
         ...
+
+
+#: The values a rubric's verdicts take unless it declares ``score_range``: 0 to 1.
+DEFAULT_SCORE_RANGE: tuple[float, float] = (0.0, 1.0)
+
+
+def score_range_of(rubric: Any) -> tuple[float, float]:
+    """The ``score_range`` a rubric declares, else :data:`DEFAULT_SCORE_RANGE`."""
+    declared = getattr(rubric, "score_range", None)
+    if declared is None:
+        return DEFAULT_SCORE_RANGE
+    low, high = declared
+    return float(low), float(high)
+
+
+def out_of_range(value: Any, score_range: tuple[float, float]) -> bool:
+    """True when ``value`` is not a finite number within ``score_range`` (bounds included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return True
+    low, high = score_range
+    return not math.isfinite(value) or not low <= value <= high

@@ -17,6 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from cigeval.runs.status import (
+    EXIT_CIRCUIT_BREAKER,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SAMPLE_ERRORS,
@@ -40,6 +41,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "EXIT_CIRCUIT_BREAKER",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_SAMPLE_ERRORS",

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
+import time
 from collections.abc import Callable, Collection, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cigeval.engines.settings import EngineConfig
@@ -26,20 +29,52 @@ class RayEngine:
     :meth:`close`. The workers build their own Evaluator from ``evaluator``'s models and
     settings."""
 
-    def __init__(self, evaluator: Evaluator, engine: EngineConfig) -> None:
+    def __init__(self, evaluator: Evaluator, engine: EngineConfig, log_file: Path) -> None:
         self.evaluator = evaluator
         self.engine = engine
+        #: Where Ray's own log lines go (unless ``engine.ray_verbose``).
+        self.log_file = log_file
         self._stack = contextlib.ExitStack()
         self._ray: Any = None
         self._spec: WorkerSpec | None = None
+        self._quiet = False
+        self._workers = 1
+
+    def _status(self, message: str) -> None:
+        """One line on stderr saying what Ray is doing (its start takes a while)."""
+        if not self._quiet:
+            print(f"ray: {message}", file=sys.stderr, flush=True)
 
     def prepare(self, quiet: bool) -> None:
         """Start or join Ray, make the workers' spec and run the preflight on a worker."""
-        from cigeval.engines.ray_engine import preflight_on_ray, ray_session, worker_spec
+        from cigeval.engines.ray_engine import (
+            default_workers,
+            import_ray,
+            preflight_on_ray,
+            ray_session,
+            worker_spec,
+        )
 
+        self._quiet = quiet
         evaluator = self.evaluator
-        self._ray = self._stack.enter_context(ray_session(self.engine.ray_address))
+        address = self.engine.ray_address
+        running = import_ray().is_initialized()
+        logs = None if self.engine.ray_verbose or running else self.log_file
+        started = time.perf_counter()
+        if running:
+            self._status("using the Ray already running in this process")
+        elif address:
+            self._status(f"joining the Ray cluster at {address}")
+        else:
+            self._status("starting a local Ray")
+        self._ray = self._stack.enter_context(ray_session(address, log_file=logs))
         _quiet_ray_data(self._ray)
+        resources = self._ray.cluster_resources()
+        self._status(
+            f"cluster ready in {time.perf_counter() - started:.1f} s: "
+            f"{resources.get('CPU', 0):g} CPU(s), {resources.get('GPU', 0):g} GPU(s)"
+            + (f"; Ray's own logs go to {logs} (--ray-verbose shows them)" if logs else "")
+        )
         spec = worker_spec(
             list(evaluator.models),
             self.engine,
@@ -49,7 +84,9 @@ class RayEngine:
             base_url=evaluator.base_url,
         )
         self._spec = spec
+        self._workers = default_workers(self.engine)
         if evaluator.run_config.preflight:
+            self._status("preflight on a worker (builds the judge and loads the tools there)")
             preflight_step(
                 lambda: preflight_on_ray(spec, self.engine), quiet, label="preflight on Ray"
             )
@@ -73,10 +110,15 @@ class RayEngine:
                 rows = encode_items(items, refresh_ids)
                 if not rows:
                     return
+                self._status(f"starting up to {self._workers} worker(s) for {len(rows)} sample(s)")
+                started = time.perf_counter()
                 # one block per sample: each goes to whichever worker is free
                 samples = self._ray.data.from_items(rows, override_num_blocks=len(rows))
                 records = judge_dataset(samples, self._spec, self.engine).iter_rows()
-                for row in records:
+                for count, row in enumerate(records):
+                    if count == 0:
+                        elapsed = time.perf_counter() - started
+                        self._status(f"workers ready: first record back after {elapsed:.1f} s")
                     if not accept(Score.from_record(decode_record(row))):
                         break
         except KeyboardInterrupt:

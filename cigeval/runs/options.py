@@ -6,6 +6,8 @@ the command line builds the flag (as for :class:`~cigeval.config.RunConfig`).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -33,6 +35,27 @@ class RunOptions(BaseModel):
     limit: int | None = Field(
         None,
         ge=0,
-        description="evaluate at most N samples",
+        description="only the first N samples of the input (those already recorded count: a "
+        "rerun with the same --limit completes the same N samples)",
         json_schema_extra={"flag": "--limit"},
+    )
+    allow_mixed_settings: bool = Field(
+        False,
+        description="append to a results file whose records were made with other settings "
+        "(else exit 2 naming the settings that differ; reports show them as separate runs)",
+        json_schema_extra={"flag": "--allow-mixed-settings"},
+    )
+    on_degraded: Literal["warn", "error"] = Field(
+        "warn",
+        description="a sample with a sub-question judged without the tool the plan chose: "
+        "warn (kept as ok, counted in the summary) or error (an error record saying why)",
+        json_schema_extra={"flag": "--on-degraded"},
+    )
+    circuit_breaker: int = Field(
+        10,
+        ge=0,
+        description="stop the run (exit status 3) when N samples in a row fail to reach the "
+        "judge for the same reason (connection refused or reset, timeout, HTTP 5xx); they "
+        "get no record, so a rerun resumes; 0 turns it off",
+        json_schema_extra={"flag": "--circuit-breaker", "metavar": "N"},
     )

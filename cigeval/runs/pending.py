@@ -23,15 +23,14 @@ def pending_samples(
     items: Iterable[Any], finished: set[str], limit: int | None, counts: PendingCounts
 ) -> Iterator[Any]:
     """The items still to judge: ids in ``finished`` are skipped, and a repeated id is
-    judged once (its first occurrence; each repeat is reported, never silent). At most
-    ``limit`` items are yielded."""
+    judged once (its first occurrence; each repeat is reported, never silent).
+
+    ``limit`` keeps the first ``limit`` distinct samples of ``items``, finished or not: a
+    rerun with the same limit completes those same samples, wherever an earlier run stopped.
+    """
     seen: set[str] = set()
-    emitted = 0
     for position, item in enumerate(items, start=1):
         sample_id = sample_identity(item)[0]
-        if sample_id in finished:
-            counts.skipped += 1
-            continue
         if sample_id in seen:
             counts.duplicates += 1
             where = (
@@ -45,10 +44,12 @@ def pending_samples(
                 file=sys.stderr,
             )
             continue
-        if limit is not None and emitted >= limit:
+        if limit is not None and len(seen) >= limit:
             return
         seen.add(sample_id)
-        emitted += 1
+        if sample_id in finished:
+            counts.skipped += 1
+            continue
         yield item
 
 
@@ -69,6 +70,7 @@ def expected_total(
     else:
         total = None
     if total is None:
-        return limit
-    todo = max(0, total - len(finished))
-    return min(todo, limit) if limit is not None else todo
+        return None
+    if limit is not None:
+        total = min(total, limit)
+    return max(0, total - len(finished))

@@ -10,9 +10,11 @@ from typing import Any
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.results.summary import RunSummary
+from cigeval.runs.breaker import CircuitBreaker
 from cigeval.runs.options import RunOptions
-from cigeval.runs.signals import SIGTERM
+from cigeval.runs.signals import CIRCUIT_BREAKER, SIGTERM
 from cigeval.runs.status import (
+    EXIT_CIRCUIT_BREAKER,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SAMPLE_ERRORS,
@@ -26,8 +28,9 @@ class RunResult:
 
     ``summary`` counts this run's samples (and the errors recorded by earlier runs);
     ``stopped_by`` says why the run ended before its last sample (``"SIGINT"``,
-    ``"SIGTERM"``), None when it judged everything; ``duplicates`` counts repeated sample
-    ids that were not judged again. ``config``, ``run_config``, ``ensemble``, ``engine`` and
+    ``"SIGTERM"``, ``"circuit breaker"``, then ``breaker`` says what it saw), None when it
+    judged everything; ``duplicates`` counts repeated sample ids that were not judged
+    again. ``config``, ``run_config``, ``ensemble``, ``engine`` and
     ``options`` are the settings it ran with, ``out`` the results file it appended to.
     """
 
@@ -41,12 +44,15 @@ class RunResult:
     options: RunOptions
     duplicates: int = 0
     stopped_by: str | None = None
+    breaker: CircuitBreaker | None = None
     #: Problems met after the run ended (an end-of-run callback that failed), one line each.
     notes: list[str] = field(default_factory=list)
 
     @property
     def exit_status(self) -> int:
         """The status ``cigeval evaluate`` exits with (:mod:`cigeval.runs.status`)."""
+        if self.stopped_by == CIRCUIT_BREAKER:
+            return EXIT_CIRCUIT_BREAKER
         if self.stopped_by is not None:
             return EXIT_TERMINATED if self.stopped_by == SIGTERM else EXIT_INTERRUPTED
         return EXIT_OK if self.summary.all_ok else EXIT_SAMPLE_ERRORS
@@ -64,6 +70,11 @@ class RunResult:
             "out": str(self.out),
             "duplicates": self.duplicates,
             "stopped_by": self.stopped_by,
+            "circuit_breaker": (
+                {"reason": self.breaker.tripped, "streak": self.breaker.streak}
+                if self.breaker is not None
+                else None
+            ),
             "exit_status": self.exit_status,
         }
 
@@ -72,7 +83,15 @@ class RunResult:
         lines = [self.summary.render(self.wall_s)]
         if self.duplicates:
             lines.append(f"{self.duplicates} repeated sample id(s) were not evaluated")
-        if self.stopped_by is not None:
+        if self.breaker is not None:
+            lines.append(
+                f"cigeval: stopped by the circuit breaker: {self.breaker.streak} samples in a "
+                f"row could not reach the judge ({self.breaker.tripped}; the last: "
+                f"{self.breaker.message}). They and the samples in flight have no record: "
+                "once the server answers, rerun the same command to resume "
+                "(--circuit-breaker 0 turns the breaker off)"
+            )
+        elif self.stopped_by is not None:
             how = "terminated (SIGTERM)" if self.stopped_by == SIGTERM else "interrupted"
             lines.append(
                 f"cigeval: {how}; the records above are kept and the samples in flight were "

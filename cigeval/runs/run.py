@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import InputError, ResultsWriteError
@@ -25,13 +25,13 @@ from cigeval.runs.on_ray import RayEngine
 from cigeval.runs.options import RunOptions
 from cigeval.runs.pending import PendingCounts, expected_total, pending_samples
 from cigeval.runs.progress import counting_calls
+from cigeval.runs.recorder import Recorder
 from cigeval.runs.result import RunCallback, RunResult
 from cigeval.runs.signals import Stop
 from cigeval.sample import iter_samples_file
 
 if TYPE_CHECKING:
     from cigeval.evaluation import Evaluator, SampleInput
-    from cigeval.score import Score
 
 #: What a run reads samples from: a samples JSONL file, or any iterable of samples.
 Samples = str | os.PathLike[str] | Iterable["SampleInput"]
@@ -59,12 +59,16 @@ def run_samples(
     the progress bar and the preflight line (warnings still go to stderr).
 
     Raises before any sample is judged: :class:`~cigeval.results.ResultsLocked` when another
-    run holds ``out``, :class:`~cigeval.errors.ResultsWriteError` when ``out`` cannot be
-    written, :class:`~cigeval.errors.PreflightError` when a judge or tool is not usable,
-    :class:`~cigeval.errors.CigevalError` for a bad engine setup. After that it always
-    returns the :class:`RunResult`, also when Ctrl-C or SIGTERM stopped the run (then
-    ``stopped_by`` says so and the samples in flight are left for the next run). Each of
-    ``callbacks`` then gets the result; one that raises is reported in ``result.notes``.
+    run holds ``out`` (under any name), :class:`~cigeval.results.fingerprint.MixedSettings`
+    when ``out`` holds records made with other settings (unless
+    ``options.allow_mixed_settings``), :class:`~cigeval.errors.ResultsWriteError` when
+    ``out`` cannot be written, :class:`~cigeval.errors.PreflightError` when a judge or tool
+    is not usable, :class:`~cigeval.errors.CigevalError` for a bad engine setup. A write
+    that fails later raises ResultsWriteError too (``out`` ends with its last complete
+    record). Otherwise it returns the :class:`RunResult`, also when Ctrl-C, SIGTERM or the
+    circuit breaker stopped the run (``stopped_by`` says which; the samples not judged are
+    left for the next run). Each of ``callbacks`` then gets the result; one that raises is
+    reported in ``result.notes``.
     """
     options = options or RunOptions()
     engine = engine or EngineConfig()
@@ -83,11 +87,13 @@ def run_samples(
         raise ResultsWriteError(f"cannot write results to {out}: {exc}") from None
     with lock:
         runner: LocalEngine | RayEngine = (
-            RayEngine(evaluator, engine) if engine.engine == "ray" else LocalEngine(evaluator)
+            RayEngine(evaluator, engine, ray_log_file(out))
+            if engine.engine == "ray"
+            else LocalEngine(evaluator)
         )
         try:
             runner.prepare(quiet)
-            result = _judge(runner, evaluator, source, out, options, engine, prices, quiet)
+            result = _judge(runner, evaluator, source, out, lock, options, engine, prices, quiet)
         finally:
             runner.close()
     for callback in callbacks:
@@ -106,6 +112,7 @@ def _judge(
     evaluator: Evaluator,
     source: Path | Iterable[SampleInput],
     out: Path,
+    lock: ResultsLock,
     options: RunOptions,
     engine: EngineConfig,
     prices: dict[str, dict[str, float]] | None,
@@ -115,7 +122,12 @@ def _judge(
     from tqdm import tqdm
 
     summary = RunSummary(prices=prices)
-    writer = open_writer(out, options)
+    writer = open_writer(out, options, evaluator.fingerprint_settings())
+    try:
+        lock.hold_file()  # the file may be new, or replaced by the resume's repair
+    except BaseException:
+        writer.close()
+        raise
     stop = Stop()
     counts = PendingCounts()
     started = time.perf_counter()
@@ -125,17 +137,11 @@ def _judge(
         pending = pending_samples(items, writer.finished, options.limit, counts)
         total = expected_total(source, writer.finished, options.limit)
         progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)
-
-        def accept(score: Score) -> bool:
-            writer.write(score)
-            summary.add(score)
-            progress.update(1)
-            progress.set_postfix(errors=summary.statuses["error"], refresh=False)
-            return True
-
+        recorder = Recorder(writer, summary, options, stop, progress)
         try:
             with counting_calls(progress):  # model calls and tokens as they happen
-                runner.judge(pending, writer.retrying, accept, stop)
+                runner.judge(pending, writer.retrying, recorder.accept, stop)
+            recorder.finish()
         finally:
             progress.close()
         summary.skipped = counts.skipped
@@ -151,12 +157,17 @@ def _judge(
         options=options,
         duplicates=counts.duplicates,
         stopped_by=stop.reason,
+        breaker=recorder.breaker if recorder.breaker.tripped else None,
     )
 
 
-def open_writer(out: Path, options: RunOptions) -> ResultsWriter:
+def open_writer(out: Path, options: RunOptions, settings: dict[str, Any]) -> ResultsWriter:
     """The writer of a run that holds the lock on ``out`` already: resumed (and repaired)
-    unless ``options.overwrite``; unreadable lines moved aside are reported on stderr."""
+    unless ``options.overwrite``; unreadable lines moved aside are reported on stderr.
+
+    Records of ``out`` made with other ``settings`` (fingerprint settings) raise
+    :class:`~cigeval.results.fingerprint.MixedSettings` unless
+    ``options.allow_mixed_settings``."""
     try:
         writer = ResultsWriter(
             out,
@@ -164,6 +175,8 @@ def open_writer(out: Path, options: RunOptions) -> ResultsWriter:
             retry_errors=options.retry_errors,
             include_trace=options.include_trace,
             lock=False,
+            settings=settings,
+            allow_mixed_settings=options.allow_mixed_settings,
         )
     except OSError as exc:
         raise ResultsWriteError(f"cannot write results to {out}: {exc}") from None
@@ -176,6 +189,11 @@ def open_writer(out: Path, options: RunOptions) -> ResultsWriter:
             file=sys.stderr,
         )
     return writer
+
+
+def ray_log_file(out: Path) -> Path:
+    """Where a Ray run writes Ray's own log lines: ``results.jsonl`` -> ``results.ray.log``."""
+    return out.with_name(out.stem + ".ray.log")
 
 
 def previous_errors(writer: ResultsWriter) -> int:

@@ -15,6 +15,8 @@ from typing import Any
 
 #: Names of the ways a run can stop early, as :attr:`RunResult.stopped_by` holds them.
 SIGINT, SIGTERM = "SIGINT", "SIGTERM"
+#: The circuit breaker stopped the run (:mod:`cigeval.runs.breaker`).
+CIRCUIT_BREAKER = "circuit breaker"
 
 
 class Terminated(Exception):

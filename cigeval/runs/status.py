@@ -12,5 +12,7 @@ EXIT_OK = 0
 EXIT_SAMPLE_ERRORS = 1
 #: Nothing was judged: a usage error, a failed preflight, a results file in use or unwritable.
 EXIT_USAGE = 2
+#: Stopped by the circuit breaker: many samples in a row could not reach the judge server.
+EXIT_CIRCUIT_BREAKER = 3
 #: Stopped by Ctrl-C (SIGINT) or by SIGTERM: 128 + the signal number, as shells report.
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143

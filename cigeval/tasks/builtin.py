@@ -41,7 +41,8 @@ def _background(sample: Sample) -> str:
 # Default Grounding queries (used when the planner names none), as the official code grounds
 # each sub-question: the whole prompt or instruction, the subject or concept name, and the
 # literal "background" for background preservation. Where the official code needs a name the
-# sample may lack (ImagenHub ships no concept names), the prompt stands in.
+# sample may lack (concept names), the prompt stands in. One official query differs from the
+# default: subject-driven generation's subject similarity grounds the whole prompt there.
 _PROMPT = _text("prompt")
 _INSTRUCTION = _text("instruction")
 
@@ -81,7 +82,10 @@ def _edit_pair(instruction_field: str = "instruction") -> tuple[SubQuestion, Sub
     )
 
 
-def _subject_similarity(query: Callable[[Sample], str | None]) -> SubQuestion:
+def _subject_similarity(
+    query: Callable[[Sample], str | None],
+    official_query: Callable[[Sample], str | None] | None = None,
+) -> SubQuestion:
     return SubQuestion(
         id="subject_similarity",
         question="Does the subject in the generated image look like its reference image?",
@@ -89,11 +93,14 @@ def _subject_similarity(query: Callable[[Sample], str | None]) -> SubQuestion:
         template="subject_similarity",
         condition_field="subject",
         default_query=query,
+        official_query=official_query,
     )
 
 
 def _concept_similarity(index: int) -> SubQuestion:
     ordinal = ("first", "second")[index]
+    # The official planner is asked about both concepts as one task; the second takes the
+    # first one's tool (under the paper's planner prompt).
     return SubQuestion(
         id=f"concept_{index + 1}_similarity",
         question=(
@@ -104,6 +111,12 @@ def _concept_similarity(index: int) -> SubQuestion:
         condition_field=f"concepts[{index}]",
         extra_conditions=("prompt",),
         default_query=_first_of(_concept(index), _PROMPT),
+        planned_with="concept_1_similarity" if index == 1 else None,
+        plan_question=(
+            "Do the two concepts in the generated image look like their reference images?"
+            if index == 0
+            else None
+        ),
     )
 
 
@@ -137,7 +150,8 @@ BUILTIN_TASKS: tuple[TaskSpec, ...] = (
         optional_text_fields=("subject",),
         image_roles=("subject", "output"),
         sub_questions=(
-            _subject_similarity(_first_of(_text("subject"), _PROMPT)),
+            # The official code grounds the whole prompt here, in both images.
+            _subject_similarity(_first_of(_text("subject"), _PROMPT), official_query=_PROMPT),
             _prompt_following(),
         ),
     ),

@@ -44,7 +44,12 @@ class SubQuestion:
     ``condition_field`` is the text shown with the rules (prompt, instruction, subject, ...);
     ``extra_conditions`` are further text fields shown after it (the multi-concept similarity
     questions show the concept and the prompt, as the paper does).
-    ``default_query`` gives the Grounding query when the planner names none.
+    ``default_query`` gives the Grounding query when the planner names none;
+    ``official_query``, where set, replaces it under ``grounding.queries="official"`` (the
+    official code's query where it differs, e.g. the whole prompt for subject similarity).
+    ``planned_with`` names the question whose tool choice this one takes under the paper's
+    planner prompt, where the planner is asked about both as one task worded
+    ``plan_question`` (the official planner asks about both concept similarities at once).
     """
 
     id: str
@@ -55,6 +60,9 @@ class SubQuestion:
     default_query: Callable[[Sample], str | None] | None = field(default=None, compare=False)
     rules: str | None = None
     extra_conditions: tuple[str, ...] = ()
+    official_query: Callable[[Sample], str | None] | None = field(default=None, compare=False)
+    planned_with: str | None = None
+    plan_question: str | None = None
 
     def __post_init__(self) -> None:
         if (self.template is None) == (self.rules is None):
@@ -79,13 +87,23 @@ class SubQuestion:
                 lines.append((condition_label(name), text))
         return lines
 
-    def rules_text(self, sample: Sample, prompt_dir: str | None = None) -> str:
-        """The scoring rules the judge reads for this question."""
-        from cigeval.prompts import render, render_string
+    def rules_text(
+        self, sample: Sample, prompt_dir: str | None = None, variant: str = "paper"
+    ) -> str:
+        """The scoring rules the judge reads for this question.
+
+        ``variant="extended"`` reads ``<template>_extended.j2`` where there is one (the
+        ``extended`` method's rules, which say what to compare); the paper's rules are
+        ``<template>.j2``.
+        """
+        from cigeval.prompts import has_template, render, render_string
 
         if self.rules is not None:
             return render_string(self.rules, **sample.text_fields())
-        return render(f"{self.template}.j2", prompt_dir=prompt_dir)
+        name = f"{self.template}_{variant}.j2"
+        if variant == "paper" or not has_template(name, prompt_dir):
+            name = f"{self.template}.j2"
+        return render(name, prompt_dir=prompt_dir)
 
 
 @dataclass(frozen=True)

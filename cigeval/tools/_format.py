@@ -7,6 +7,10 @@ from collections.abc import Iterable
 from cigeval.tools.base import Box
 from cigeval.tools.highlight import DIM_FACTOR
 
+#: What the judge is told of a Grounding or Difference result under ``tool_text="focus"``
+#: (the paper method): the official code's meaning, whatever was found, and nothing more.
+FOCUS_TEXT = "Look closely at the highlighted parts of the image(s)."
+
 
 def fmt_box(box: Box) -> str:
     """``[x0, y0, x1, y1]`` rounded to whole pixels."""

@@ -78,7 +78,9 @@ class ToolContext:
     ``images`` holds the sample's loaded images by role; multi-concept subjects appear as
     ``subject_1`` and ``subject_2``. ``memo`` is shared by all sub-questions of the sample
     (e.g. one scene graph per distinct image). ``encode`` returns the sample's cached
-    encoding of an image. ``call_model`` asks the judge model and records the call in the trace.
+    encoding of an image. ``call_model`` asks the judge model and records the call in the trace;
+    ``call_scene_graph_model`` asks the scene-graph model (``EvalConfig.scene_graph_model``),
+    None when the judge writes the scene graphs too.
     """
 
     sample: Sample
@@ -90,6 +92,7 @@ class ToolContext:
     encode: Callable[[Image.Image], EncodedImage]
     memo: dict[str, Any] = field(default_factory=dict)
     cache: ToolCache | None = None
+    call_scene_graph_model: CallModel | None = None
 
     def question_images(self) -> dict[str, Image.Image]:
         """The images this sub-question shows the judge, by role, in order."""

@@ -14,17 +14,30 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from PIL import Image
 
 from cigeval._hub import ensure_loadable
 from cigeval.errors import ConfigError, MissingDependency, PreflightError, ToolError
 from cigeval.images import to_rgb
 from cigeval.registry import normalize_name
-from cigeval.tools._format import box_from_record, box_record, fmt_box, highlight_note, percent
+from cigeval.tools._format import (
+    FOCUS_TEXT,
+    box_from_record,
+    box_record,
+    fmt_box,
+    highlight_note,
+    percent,
+)
 from cigeval.tools._memo import run_once
 from cigeval.tools.base import Box, ToolContext, ToolResult
 from cigeval.tools.boxes import clip_box
-from cigeval.tools.highlight import NEARLY_WHOLE_IMAGE, coverage, highlight
+from cigeval.tools.highlight import (
+    NEARLY_WHOLE_IMAGE,
+    coverage,
+    highlight_pixels,
+    pixel_spans,
+)
 from cigeval.tools.registry import tool_names
 from cigeval.tools.settings import GroundingConfig
 
@@ -217,11 +230,12 @@ def _clean_label(label: Any, special: set[str]) -> str:
 
 
 def best_per_phrase(boxes: list[Box]) -> list[Box]:
-    """The official code's filter: drop every box that holds a smaller detection, then keep
-    the highest-scoring box of each phrase (label). Best first."""
+    """The official code's selection: drop every box that strictly contains (on all four
+    sides) a smaller box already kept, then keep the highest-scoring box of each phrase
+    (label). Best first."""
     kept: list[Box] = []
     for box in sorted(boxes, key=lambda b: b.area):
-        if not any(_holds(box, inner) for inner in kept):
+        if not any(_strictly_contains(box, inner) for inner in kept):
             kept.append(box)
     best: dict[str | None, Box] = {}
     for box in sorted(kept, key=lambda b: b.score or 0.0, reverse=True):
@@ -229,25 +243,44 @@ def best_per_phrase(boxes: list[Box]) -> list[Box]:
     return list(best.values())
 
 
-def _holds(outer: Box, inner: Box) -> bool:
-    inside = (
-        outer.x0 <= inner.x0
-        and outer.y0 <= inner.y0
-        and inner.x1 <= outer.x1
-        and inner.y1 <= outer.y1
+def _strictly_contains(outer: Box, inner: Box) -> bool:
+    return (
+        outer.x0 < inner.x0 and outer.y0 < inner.y0 and inner.x1 < outer.x1 and inner.y1 < outer.y1
     )
-    return inside and outer.area > inner.area
+
+
+def whole_pixel_box(box: Box) -> Box:
+    """``box`` with each coordinate cut to a whole pixel towards zero, as the official code
+    turns the detector's boxes into integers before selecting and highlighting them."""
+    return Box(
+        float(int(box.x0)),
+        float(int(box.y0)),
+        float(int(box.x1)),
+        float(int(box.y1)),
+        label=box.label,
+        score=box.score,
+    )
+
+
+def select_boxes(boxes: list[Box], config: GroundingConfig) -> list[Box]:
+    """The boxes Grounding highlights: every box found (``boxes="all"``), or the official
+    code's whole-pixel boxes and selection (``best_per_phrase``)."""
+    if config.boxes == "best_per_phrase":
+        return best_per_phrase([whole_pixel_box(b) for b in boxes])
+    return boxes
 
 
 class GroundingTool:
     """The Grounding tool: where is the queried object in each image of the sub-question?
 
-    The query is the planner's (``ctx.query``), else the sub-question's default query (the
-    prompt, the instruction, the subject or concept name, or "background", as the official
-    code grounds each sub-question), else its condition text. Found boxes are highlighted
-    (but an image whose boxes cover nearly all of it is left undimmed); results are memoised
-    per sample and stored in ``ctx.cache`` so one image is never searched twice for the same
-    phrase.
+    The query (see :func:`default_query`) is the official code's query of the sub-question
+    (``grounding.queries="official"``: the prompt, the instruction, the subject or concept
+    name, or "background"), or the planner's noun phrase, else the sub-question's default
+    query (``planner``). Found boxes are highlighted (with ``highlight_large_boxes=
+    "undimmed"``, an image whose boxes cover nearly all of it is left undimmed); results are
+    memoised per sample and stored in ``ctx.cache`` so one image is never searched twice for
+    the same phrase. The judge is told to look at the highlighted parts (``tool_text=
+    "focus"``) or given the boxes found (``detailed``).
     """
 
     name = "Grounding"
@@ -255,6 +288,11 @@ class GroundingTool:
         "Locates a named object (a short noun phrase such as 'red car') in the images with an "
         "open-set detector and highlights where it is. Useful when a question is about one "
         "object: whether it is present, its look, or its position."
+    )
+    #: The paper's description, shown to the planner under ``planner_prompt="paper"``.
+    paper_description = (
+        "Focuses on the areas of an image related to specific objects: finds them and "
+        "highlights them."
     )
 
     def __init__(self, detector: GroundingDinoDetector | None = None) -> None:
@@ -267,8 +305,11 @@ class GroundingTool:
 
     def preflight(self, config: EvalConfig) -> None:
         """Load the GroundingDINO weights now (blocking); :class:`PreflightError` names the
-        ways out when they cannot be loaded."""
+        ways out when they cannot be loaded. A detector given to this tool that does its own
+        detection (a subclass overriding ``detect``) loads nothing here."""
         detector = self.detector_for(config.grounding)
+        if type(detector).detect is not GroundingDinoDetector.detect:
+            return
         try:
             _load(detector.checkpoint, detector.device)
         except MissingDependency as exc:
@@ -302,18 +343,17 @@ class GroundingTool:
             )
         detector = self.detector_for(ctx.config.grounding)
         shown = {r: img for r, img in ctx.question_images().items() if r != "mask"}
-        found: dict[str, list[Box]] = {}
-        for role, image in shown.items():
-            boxes = await self._detect(ctx, detector, image, query)
-            if ctx.config.grounding.boxes == "best_per_phrase":
-                boxes = best_per_phrase(boxes)
-            found[role] = boxes
-        covered = {role: coverage(shown[role], boxes) for role, boxes in found.items() if boxes}
-        dimmed = [role for role, share in covered.items() if share < NEARLY_WHOLE_IMAGE]
-        images = {role: highlight(shown[role], found[role]) for role in dimmed}
+        detected = {
+            role: await self._detect(ctx, detector, image, query) for role, image in shown.items()
+        }
+        found, covered, images = await asyncio.to_thread(_select_and_show, ctx, shown, detected)
+        if ctx.config.tool_text == "focus":
+            text = FOCUS_TEXT
+        else:
+            text = _describe(query, found, covered, set(images))
         return ToolResult(
             tool=self.name,
-            text=_describe(query, found, covered),
+            text=text,
             images=images,
             boxes={role: boxes for role, boxes in found.items() if boxes},
             highlighted=bool(images),
@@ -342,6 +382,26 @@ class GroundingTool:
         return await run_once(ctx.memo, key, compute)
 
 
+def _select_and_show(
+    ctx: ToolContext, shown: dict[str, Image.Image], detected: dict[str, list[Box]]
+) -> tuple[dict[str, list[Box]], dict[str, float], dict[str, Image.Image]]:
+    """Select the boxes to highlight, highlight them and encode the results for the judge
+    (in a worker thread: the pixel work never holds up the event loop)."""
+    found = {role: select_boxes(boxes, ctx.config.grounding) for role, boxes in detected.items()}
+    covered = {role: coverage(shown[role], boxes) for role, boxes in found.items() if boxes}
+    keep_whole = ctx.config.highlight_large_boxes == "undimmed"
+    images: dict[str, Image.Image] = {}
+    for role, boxes in found.items():
+        if not boxes or (keep_whole and covered[role] >= NEARLY_WHOLE_IMAGE):
+            continue
+        rgb = to_rgb(shown[role])
+        spans = pixel_spans(rgb.width, rgb.height, boxes)
+        if spans:
+            images[role] = Image.fromarray(highlight_pixels(np.asarray(rgb), spans))
+            ctx.encode(images[role])
+    return found, covered, images
+
+
 def _without_grounding(config: EvalConfig) -> str:
     """The advice to offer the other tools, naming them."""
     offered = config.tools if config.tools is not None else tool_names()
@@ -350,18 +410,31 @@ def _without_grounding(config: EvalConfig) -> str:
 
 
 def default_query(ctx: ToolContext) -> str | None:
-    """The Grounding query of a sub-question: the planner's, else the sub-question's
-    default, else its condition text."""
-    if ctx.query:
+    """The Grounding query of a sub-question.
+
+    ``grounding.queries="official"``: the official code's query of the sub-question
+    (``official_query``, else ``default_query``, else its condition text); the planner's is
+    not used. ``planner``: the planner's, else the sub-question's default, else its
+    condition text.
+    """
+    question = ctx.question
+    if ctx.config.grounding.queries == "official":
+        if question.official_query is not None:
+            query = question.official_query(ctx.sample)
+            if query:
+                return query
+    elif ctx.query:
         return ctx.query
-    if ctx.question.default_query is not None:
-        query = ctx.question.default_query(ctx.sample)
+    if question.default_query is not None:
+        query = question.default_query(ctx.sample)
         if query:
             return query
-    return ctx.question.condition_text(ctx.sample)
+    return question.condition_text(ctx.sample)
 
 
-def _describe(query: str, found: dict[str, list[Box]], covered: dict[str, float]) -> str:
+def _describe(
+    query: str, found: dict[str, list[Box]], covered: dict[str, float], dimmed: set[str]
+) -> str:
     lines = [f"Grounding of {query!r}:"]
     for role, boxes in found.items():
         if not boxes:
@@ -374,11 +447,11 @@ def _describe(query: str, found: dict[str, list[Box]], covered: dict[str, float]
             for b in boxes
         )
         lines.append(f"- {role} image: {len(boxes)} found, as [x0, y0, x1, y1] pixels: {listed}.")
-    whole = [role for role, share in covered.items() if share >= NEARLY_WHOLE_IMAGE]
+    whole = [role for role in covered if role not in dimmed]
     for role in whole:
         lines.append(
             f"The found regions cover {percent(covered[role])} of the {role} image, nearly all "
             "of it, so it is shown undimmed."
         )
-    lines.append(highlight_note(len(whole) < len(covered), "found regions"))
+    lines.append(highlight_note(bool(dimmed), "found regions"))
     return "\n".join(lines)

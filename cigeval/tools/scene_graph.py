@@ -1,8 +1,9 @@
-"""Scene Graph: the judge model describes each image as JSON objects, attributes and relations.
+"""Scene Graph: an LMM describes each image as JSON objects, attributes and relations.
 
-Following the paper (§3.2, compositional chain-of-thought prompting), the LMM itself writes
-the graph. One call per distinct image per sample: sub-questions that show the same image
-share the graph, even when they run at the same time.
+Following the paper (§3.2, compositional chain-of-thought prompting), an LMM writes the
+graph: the judge, or the model named by ``EvalConfig.scene_graph_model`` (the paper used
+GPT-4o scene graphs for every backbone). One call per distinct image per sample:
+sub-questions that show the same image share the graph, even when they run at the same time.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from cigeval.tools.base import ToolContext, ToolResult
 
 #: The ``purpose`` of the model calls this tool makes (it appears in the trace).
 PURPOSE = "scene_graph"
-#: The prompt template in ``cigeval/prompts``.
-TEMPLATE = "scene_graph.j2"
+#: The prompt templates in ``cigeval/prompts``, by ``EvalConfig.scene_graph_prompt``.
+TEMPLATES = {"paper": "scene_graph.j2", "extended": "scene_graph_extended.j2"}
+#: The paper method's template (kept under its old name for callers that import it).
+TEMPLATE = TEMPLATES["paper"]
 
 
 def json_or_none(text: str) -> Any | None:
@@ -54,9 +57,11 @@ class SceneGraph:
 class SceneGraphTool:
     """The Scene Graph tool: a structured description of each image the sub-question shows.
 
-    The judge model writes the graph from a prompt in ``cigeval/prompts/scene_graph.j2``
-    (a ``scene_graph.j2`` in ``--prompt-dir`` replaces it).
-    Nothing is highlighted; the observation lists each image's graph under its role.
+    The scene-graph model (the judge unless ``scene_graph_model`` names another) writes the
+    graph from ``cigeval/prompts/scene_graph.j2`` (the paper's request) or
+    ``scene_graph_extended.j2`` (``scene_graph_prompt="extended"``); a file of that name in
+    ``--prompt-dir`` replaces it. Nothing is highlighted; the observation lists each image's
+    graph under its role.
     """
 
     name = "Scene Graph"
@@ -64,6 +69,11 @@ class SceneGraphTool:
         "Describes each image as a scene graph in JSON: the objects, their attributes "
         "(colour, count, material, state) and the relationships between them. Useful for "
         "questions about several objects, counts, attributes or spatial relations."
+    )
+    #: The paper's description, shown to the planner under ``planner_prompt="paper"``.
+    paper_description = (
+        "Gives overall information about an image as a scene graph (its objects, their "
+        "attributes and relationships); used to judge over-editing and the background."
     )
 
     async def run(self, ctx: ToolContext) -> ToolResult:
@@ -91,18 +101,20 @@ class SceneGraphTool:
 
 
 async def scene_graph(ctx: ToolContext, image: Image.Image) -> SceneGraph:
-    """The scene graph of ``image``, asked of the judge model once per sample.
+    """The scene graph of ``image``, asked of the scene-graph model once per sample.
 
     Memoised in ``ctx.memo`` by the image's content hash, so the same image seen by several
     sub-questions (or under two roles) costs one call.
     """
     encoded = ctx.encode(image)
+    call = ctx.call_scene_graph_model or ctx.call_model
 
     async def ask() -> SceneGraph:
         # The prompt depends only on the image, so one graph serves every sub-question.
-        prompt = render(TEMPLATE, prompt_dir=ctx.config.prompt_dir)
+        template = TEMPLATES[ctx.config.scene_graph_prompt]
+        prompt = render(template, prompt_dir=ctx.config.prompt_dir)
         message = Message("user", (TextPart(prompt), ImagePart(encoded, "image")))
-        reply = await ctx.call_model(PURPOSE, [message])
+        reply = await call(PURPOSE, [message])
         if len(reply) > PARSE_IN_THREAD_CHARS:  # a long reply is parsed off the event loop
             return SceneGraph(raw=reply, graph=await asyncio.to_thread(json_or_none, reply))
         return SceneGraph(raw=reply, graph=json_or_none(reply))

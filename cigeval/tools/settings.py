@@ -1,29 +1,33 @@
 """The tools' own settings, nested in :class:`cigeval.EvalConfig` as ``grounding`` and
 ``difference``; each field names its command-line flag.
 
-Each settings model has a ``preset``: ``cigeval`` (the defaults below) or ``official``, the
-values of the official CIGEval code (HITsz-TMG/Agentic-CIGEval, ``tools/grding.py`` and
-``tools/diff.py``). A preset fills in every field that is not given explicitly, so
-``--difference-preset official --diff-threshold 40`` is the official Difference with another
-threshold.
+Each settings model has a ``preset``: ``cigeval`` (the defaults below, the ``extended``
+method's) or ``official``, the values of the official CIGEval code (HITsz-TMG/Agentic-CIGEval,
+``tools/grding.py``, ``tools/diff.py`` and ``evaluate.py``), the ``paper`` method's. A preset
+fills in every field that is not given explicitly, so ``--difference-preset official
+--diff-threshold 40`` is the official Difference with another threshold. Inside an
+:class:`~cigeval.EvalConfig` the method (``--method``) chooses the preset when none is given.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
-#: Grounding as the official code runs it: box and text thresholds 0.2, and only the best box
-#: per phrase once boxes holding a smaller detection are dropped.
+#: Grounding as the official code runs it: box and text thresholds 0.2, integer boxes of which
+#: those holding a smaller detection are dropped before the best box per phrase is kept, and
+#: the query of each sub-question fixed by the code (the planner names none).
 OFFICIAL_GROUNDING: dict[str, Any] = {
     "box_threshold": 0.2,
     "text_threshold": 0.2,
     "boxes": "best_per_phrase",
+    "queries": "official",
 }
 
-#: Difference as the official code runs it: 5x5 blur, grayscale difference above 45, one 3x3
-#: dilation, boxes larger than 0.5% of the image, only the largest one.
+#: Difference as the official code runs it ("MaskFocus"): 5x5 blur, grayscale difference
+#: above 45, one 3x3 dilation, contour boxes larger than 0.5% of the image, its one merge
+#: pass, only the largest box; the mask is not used.
 OFFICIAL_DIFFERENCE: dict[str, Any] = {
     "blur_kernel": 5,
     "measure": "gray",
@@ -32,16 +36,29 @@ OFFICIAL_DIFFERENCE: dict[str, Any] = {
     "min_area_fraction": 0.005,
     "area_of": "box",
     "max_regions": 1,
+    "steps": "official",
+    "mask": "ignore",
 }
 
 Preset = Literal["cigeval", "official"]
 
 
-def _fill_preset(data: Any, official: dict[str, Any]) -> Any:
-    """Fill the fields a preset sets and the caller left out (before validation)."""
-    if isinstance(data, dict) and data.get("preset") == "official":
-        return {**official, **data}
-    return data
+def _validate_with_preset(
+    data: Any, handler: ModelWrapValidatorHandler[Any], official: dict[str, Any]
+) -> Any:
+    """Validate ``data`` with the preset's values filled in for the fields not given.
+
+    The model's ``model_fields_set`` keeps only the fields the caller gave, so a settings
+    object dumped with ``exclude_unset=True`` and validated again (under another method, say)
+    gets that method's preset, not this one's.
+    """
+    if not isinstance(data, dict):
+        return handler(data)
+    given = set(data)
+    filled = {**official, **data} if data.get("preset") == "official" else data
+    model = handler(filled)
+    object.__setattr__(model, "__pydantic_fields_set__", given & set(type(model).model_fields))
+    return model
 
 
 class GroundingConfig(BaseModel):
@@ -52,8 +69,8 @@ class GroundingConfig(BaseModel):
     preset: Preset = Field(
         "cigeval",
         description="defaults for the fields not given: cigeval, or official (the official "
-        "code's thresholds 0.2/0.2 and best box per phrase)",
-        json_schema_extra={"flag": "--grounding-preset"},
+        "code's thresholds 0.2/0.2, best box per phrase, its queries)",
+        json_schema_extra={"flag": "--grounding-preset", "by_method": True},
     )
     checkpoint: str = Field(
         "IDEA-Research/grounding-dino-tiny",
@@ -64,21 +81,29 @@ class GroundingConfig(BaseModel):
         0.35,
         ge=0,
         le=1,
-        description="minimum box confidence",
-        json_schema_extra={"flag": "--box-threshold"},
+        description="minimum box confidence (official: 0.2)",
+        json_schema_extra={"flag": "--box-threshold", "by_method": True},
     )
     text_threshold: float = Field(
         0.25,
         ge=0,
         le=1,
-        description="minimum phrase confidence",
-        json_schema_extra={"flag": "--text-threshold"},
+        description="minimum phrase confidence (official: 0.2)",
+        json_schema_extra={"flag": "--text-threshold", "by_method": True},
     )
     boxes: Literal["all", "best_per_phrase"] = Field(
         "all",
         description="highlight every box found, or (as the official code) drop boxes that hold "
         "a smaller detection and keep the best box per phrase",
-        json_schema_extra={"flag": "--grounding-boxes"},
+        json_schema_extra={"flag": "--grounding-boxes", "by_method": True},
+    )
+    queries: Literal["official", "planner"] = Field(
+        "planner",
+        description="what Grounding looks for: official (the official code's query of each "
+        "sub-question: the whole prompt or instruction, the subject or concept name, or "
+        "'background'; the planner is not asked for one), or planner (a short noun phrase "
+        "the planner writes, else the sub-question's default query)",
+        json_schema_extra={"flag": "--grounding-queries", "by_method": True},
     )
     device: str | None = Field(
         None,
@@ -86,10 +111,10 @@ class GroundingConfig(BaseModel):
         json_schema_extra={"flag": "--grounding-device"},
     )
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _preset(cls, data: Any) -> Any:
-        return _fill_preset(data, OFFICIAL_GROUNDING)
+    def _preset(cls, data: Any, handler: ModelWrapValidatorHandler[GroundingConfig]) -> Any:
+        return _validate_with_preset(data, handler, OFFICIAL_GROUNDING)
 
 
 class DifferenceConfig(BaseModel):
@@ -100,9 +125,9 @@ class DifferenceConfig(BaseModel):
     preset: Preset = Field(
         "cigeval",
         description="defaults for the fields not given: cigeval, or official (blur 5, "
-        "grayscale threshold 45, dilation 3, boxes over 0.5 percent of the image, the "
-        "largest only)",
-        json_schema_extra={"flag": "--difference-preset"},
+        "grayscale threshold 45, dilation 3, contour boxes over 0.5 percent of the image, "
+        "the official merge pass, the largest only, no mask)",
+        json_schema_extra={"flag": "--difference-preset", "by_method": True},
     )
     blur_kernel: int = Field(
         5,
@@ -114,42 +139,57 @@ class DifferenceConfig(BaseModel):
         "max_channel",
         description="per-pixel change: the largest channel difference, or the grayscale of "
         "the difference (official code; a change in blue alone counts 0.11 of its size)",
-        json_schema_extra={"flag": "--diff-measure"},
+        json_schema_extra={"flag": "--diff-measure", "by_method": True},
     )
     threshold: int = Field(
         30,
         ge=0,
         le=255,
-        description="per-pixel change threshold (0-255)",
-        json_schema_extra={"flag": "--diff-threshold"},
+        description="per-pixel change threshold, 0-255 (official: 45)",
+        json_schema_extra={"flag": "--diff-threshold", "by_method": True},
     )
     dilation: int = Field(
         7,
         ge=0,
-        description="dilation kernel size joining nearby changes",
-        json_schema_extra={"flag": "--diff-dilation"},
+        description="dilation kernel size joining nearby changes (official: 3)",
+        json_schema_extra={"flag": "--diff-dilation", "by_method": True},
     )
     min_area_fraction: float = Field(
         0.0005,
         ge=0,
         le=1,
-        description="regions smaller than this fraction of the image are noise",
-        json_schema_extra={"flag": "--diff-min-area"},
+        description="regions smaller than this fraction of the image are noise (official: 0.005)",
+        json_schema_extra={"flag": "--diff-min-area", "by_method": True},
     )
     area_of: Literal["pixels", "box"] = Field(
         "pixels",
         description="what --diff-min-area measures: a region's changed pixels, or its "
         "bounding box (official code)",
-        json_schema_extra={"flag": "--diff-area-of"},
+        json_schema_extra={"flag": "--diff-area-of", "by_method": True},
     )
     max_regions: int = Field(
         20,
         ge=1,
-        description="changed regions reported at most (the largest first)",
-        json_schema_extra={"flag": "--diff-max-regions"},
+        description="changed regions reported at most, the largest first (official: 1)",
+        json_schema_extra={"flag": "--diff-max-regions", "by_method": True},
+    )
+    steps: Literal["official", "cigeval"] = Field(
+        "cigeval",
+        description="how changed pixels become boxes: official (the official code: bounding "
+        "boxes of every contour of the dilated change map, its single merge pass with its "
+        "quirks, a second image of another size resized bilinearly and highlighted with the "
+        "first image's box), or cigeval (connected components boxed on the changed pixels, "
+        "merged until no two touch, boxes mapped to each image's own pixels)",
+        json_schema_extra={"flag": "--diff-steps", "by_method": True},
+    )
+    mask: Literal["ignore", "split"] = Field(
+        "split",
+        description="the sample's edit mask: ignore it (official code), or split the changes "
+        "into those inside and those outside it",
+        json_schema_extra={"flag": "--diff-mask", "by_method": True},
     )
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _preset(cls, data: Any) -> Any:
-        return _fill_preset(data, OFFICIAL_DIFFERENCE)
+    def _preset(cls, data: Any, handler: ModelWrapValidatorHandler[DifferenceConfig]) -> Any:
+        return _validate_with_preset(data, handler, OFFICIAL_DIFFERENCE)

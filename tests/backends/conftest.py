@@ -12,6 +12,7 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from tests.anthropic_server import anthropic_server  # noqa: E402, F401
 from tests.openai_server import openai_server  # noqa: E402, F401
 
 

@@ -102,7 +102,7 @@ async def test_cache_wrapping(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["gpt-4o", "anthropic:claude", "openai:", "", "openai:@http://h/v1", "hf:"]
+    "spec", ["gpt-4o", "claude:opus", "openai:", "", "openai:@http://h/v1", "hf:"]
 )
 def test_bad_specs_list_the_accepted_forms(spec: str) -> None:
     with pytest.raises(ConfigError) as info:

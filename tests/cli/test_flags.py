@@ -37,7 +37,9 @@ def test_every_flagged_field_is_a_flag_with_the_fields_default(model: type) -> N
         value = defaults
         for part in path.split("."):
             value = getattr(value, part)
-        if isinstance(value, int | float | str) and not isinstance(value, bool):
+        if field.json_schema_extra.get("by_method"):
+            assert "(default:setby--method)" in text, flag
+        elif isinstance(value, int | float | str) and not isinstance(value, bool):
             assert f"(default:{value})" in text, flag
 
 
@@ -52,7 +54,8 @@ def test_values_given_on_the_command_line_reach_the_recorded_config(tmp_path: Pa
     (record,) = read_records(out)
     config = record["config"]
     assert config["difference"]["blur_kernel"] == 3
-    assert config["difference"]["threshold"] == 30  # not given: the field's default
+    assert config["difference"]["threshold"] == 45  # not given: the paper method's
+    assert config["method"] == "paper"
     assert config["grounding"]["box_threshold"] == 0.2
     assert config["max_rounds"] == 2 and config["tools"] == ["Difference"]
     assert sent["seed"] == 7

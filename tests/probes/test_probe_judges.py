@@ -17,7 +17,8 @@ from cigeval.tasks.ids import TASK_IDS
 from cigeval.testing import rule_judge
 from tests.probe_judges import constant_scorer, probe_judge, request_parts, text_scorer
 
-NO_CACHE = RunConfig(cache_dir=None, use_cache=False)
+#: The scripted judges never ask for Grounding (no weights here): no preflight.
+NO_CACHE = RunConfig(cache_dir=None, use_cache=False, preflight=False)
 
 SEVEN = set(TASK_IDS)
 BLIND_JUDGES = {

@@ -25,7 +25,9 @@ TASKS = ["text_guided_ie", "control_guided_ig"]
 def report(folder: Path, scorer: object = None) -> ProbeReport:
     reply = probe_judge() if scorer is None else probe_judge(scorer)  # type: ignore[arg-type]
     judge = ScriptedBackend(reply)
-    return run_probes(judge, folder, tasks=TASKS, run_config=RunConfig(use_cache=False))
+    return run_probes(
+        judge, folder, tasks=TASKS, run_config=RunConfig(use_cache=False, preflight=False)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +93,7 @@ def test_the_table_marks_skipped_and_inapplicable_cells(tmp_path: Path) -> None:
         tmp_path,
         tasks=["text_guided_ig", "text_guided_ie"],
         rubric="image_preservation",
-        run_config=RunConfig(use_cache=False),
+        run_config=RunConfig(use_cache=False, preflight=False),
     )
     lines = render_table(fidelity).splitlines()
     header = lines[2].split()

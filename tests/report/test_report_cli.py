@@ -51,8 +51,9 @@ def test_report_shows_every_sample_with_conditions_images_and_both_generators(
             assert roles == ["subject_1", "subject_2", "output"]
         for sha, _ in shown:
             assert data["images"][sha].startswith("data:image/")
-    # the tool's highlighted images of the Difference tool are on the editing cards
-    assert 'class="cg-imgs cg-tool-imgs"' in cards["GenA-tie"]["html"]
+    # the tool's highlighted images of the Difference tool are on the mask-guided editing card
+    # (the paper method runs Difference only there)
+    assert 'class="cg-imgs cg-tool-imgs"' in cards["GenA-mie"]["html"]
     # both generators ranked with an interval, per judge, and the judges' agreement
     for generator in GENERATORS:
         assert re.search(

@@ -51,8 +51,17 @@ def test_leaderboard_ranks_two_generators_with_counts_and_errors():
     records += [record("b-err", "B", None), record("nomodel", None, 0.5)]
     run = cigeval.report.run_from_scores(records)
     board = leaderboard(run, n_boot=200, seed=0)
-    assert board.ranking == ["A", "(no model)", "B"]
-    assert [board.rank(g) for g in board.ranking] == [1, 2, 3]
+    # records naming no generator are no competitor: their own row, never ranked (issue 24)
+    assert board.ranking == ["A", "B"] and board.unranked == ["(no model)"]
+    assert [board.rank(g) for g in board.ranking] == [1, 2]
+    assert board.rank("(no model)") is None and board.overall["(no model)"].n == 1
+    html = build_report(records, n_boot=50).fragment()
+    rows = [r for r in html.split("<tr>") if "</td>" in r and 'class="num"' in r]
+    assert [r.split("</td>")[0:2] for r in rows[:3]] == [
+        ["<td>1", "<td>A"],
+        ["<td>2", "<td>B"],
+        ["<td>–", "<td>(no model)"],
+    ]
     a, b = board.overall["A"], board.overall["B"]
     assert a.n == 5 and a.errors == 0 and a.mean == pytest.approx(0.82)
     assert a.low is not None and a.high is not None and a.low <= a.mean <= a.high

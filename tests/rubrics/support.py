@@ -34,8 +34,9 @@ def image(colour: tuple[int, int, int]) -> Image.Image:
 
 
 def sha(picture: Image.Image) -> str:
-    """The hash of an image as the rubrics encode it."""
-    return EncodedImage.from_pil(picture).sha256
+    """The hash of an image as the rubrics encode it under the default settings (the paper
+    method's JPEG at quality 75)."""
+    return EncodedImage.from_pil(picture, encoding=EvalConfig().image_encoding).sha256
 
 
 def output_image(index: int) -> Image.Image:
@@ -61,8 +62,10 @@ def make_run(sample: Sample, backend: ScriptedBackend, **config: Any) -> SampleR
 
 
 def evaluator(backend: ScriptedBackend, rubric: str, **config: Any) -> Evaluator:
-    """An Evaluator over ``backend`` without the on-disk cache."""
-    return Evaluator(backend, rubric=rubric, run_config=RunConfig(use_cache=False), **config)
+    """An Evaluator over ``backend`` without the on-disk cache and without the preflight
+    (the scripted judges never ask for Grounding, whose weights are not here)."""
+    run_config = RunConfig(use_cache=False, preflight=False)
+    return Evaluator(backend, rubric=rubric, run_config=run_config, **config)
 
 
 def user_message(request: ModelRequest, index: int = -1) -> Message:

@@ -187,7 +187,7 @@ def test_an_ensemble_keeps_a_ranking_only_when_the_judges_agree():
     def run(first, second):
         backends = [ScriptedBackend(first, name="x"), ScriptedBackend(second, name="y")]
         return Evaluator(
-            backends, rubric="pairwise", run_config=RunConfig(use_cache=False),
+            backends, rubric="pairwise", run_config=RunConfig(use_cache=False, preflight=False),
             ensemble=EnsembleConfig(),
         ).evaluate(candidates_sample({"A": RED, "B": GREEN}))  # fmt: skip
 

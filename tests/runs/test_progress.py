@@ -60,7 +60,8 @@ def test_every_call_of_a_python_run_is_counted_with_its_tokens_and_failures() ->
         return text
 
     evaluator = cigeval.Evaluator(
-        cigeval.ScriptedBackend(reply), run_config=cigeval.RunConfig(use_cache=False)
+        cigeval.ScriptedBackend(reply),
+        run_config=cigeval.RunConfig(use_cache=False, preflight=False),
     )
     sample = {"id": "x", "task": "text_guided_ig", "prompt": "a cat", "images": {}}
     with counting_calls() as counter:
@@ -75,7 +76,8 @@ def test_calls_are_counted_when_the_run_happens_in_another_thread(tmp_path: Path
     # Inside a running event loop (Jupyter) the run goes to a thread of its own: the counter
     # must follow it there.
     evaluator = cigeval.Evaluator(
-        cigeval.ScriptedBackend(rule_judge()), run_config=cigeval.RunConfig(use_cache=False)
+        cigeval.ScriptedBackend(rule_judge()),
+        run_config=cigeval.RunConfig(use_cache=False, preflight=False),
     )
     sample = {"id": "x", "task": "text_guided_ig", "prompt": "a cat"}
 
@@ -90,7 +92,8 @@ def test_calls_are_counted_when_the_run_happens_in_another_thread(tmp_path: Path
 
 def test_without_a_run_nothing_is_counted() -> None:
     evaluator = cigeval.Evaluator(
-        cigeval.ScriptedBackend(rule_judge()), run_config=cigeval.RunConfig(use_cache=False)
+        cigeval.ScriptedBackend(rule_judge()),
+        run_config=cigeval.RunConfig(use_cache=False, preflight=False),
     )
     with counting_calls() as outer:
         pass

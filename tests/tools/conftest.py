@@ -46,14 +46,16 @@ async def _no_model(purpose: str, messages: list[Message]) -> str:
     raise AssertionError(f"unexpected model call ({purpose})")
 
 
-def _memo_encode() -> Callable[[Image.Image], EncodedImage]:
-    seen: dict[int, tuple[Image.Image, EncodedImage]] = {}
+def _memo_encode() -> Callable[[Image.Image, EvalConfig], EncodedImage]:
+    seen: dict[tuple[int, str], tuple[Image.Image, EncodedImage]] = {}
 
-    def encode(image: Image.Image) -> EncodedImage:
-        hit = seen.get(id(image))
+    def encode(image: Image.Image, config: EvalConfig) -> EncodedImage:
+        key = (id(image), config.image_encoding)
+        hit = seen.get(key)
         if hit is None or hit[0] is not image:
-            hit = (image, EncodedImage.from_pil(image))
-            seen[id(image)] = hit
+            encoded = EncodedImage.from_pil(image, encoding=config.image_encoding)
+            hit = (image, encoded)
+            seen[key] = hit
         return hit[1]
 
     return encode
@@ -64,7 +66,11 @@ MakeCtx = Callable[..., ToolContext]
 
 @pytest.fixture
 def make_ctx() -> MakeCtx:
-    """Build a ToolContext for sub-question ``question`` (an id) of task ``task``."""
+    """Build a ToolContext for sub-question ``question`` (an id) of task ``task``.
+
+    Without ``config`` the tools run under the ``extended`` method, whose observations these
+    tests read (box lists, counts, coverage); tests of the paper method pass its config.
+    """
     encode = _memo_encode()
 
     def build(
@@ -81,14 +87,15 @@ def make_ctx() -> MakeCtx:
     ) -> ToolContext:
         spec = get_task(task)
         sub = next(q for q in spec.sub_questions if q.id == question)
+        chosen = config or EvalConfig(method="extended")
         return ToolContext(
             sample=Sample(id="s1", task=task, **fields),
             question=sub,
             images=images,
-            config=config or EvalConfig(),
+            config=chosen,
             query=query,
             call_model=call_model,
-            encode=encode,
+            encode=lambda image: encode(image, chosen),
             memo={} if memo is None else memo,
             cache=cache,
         )

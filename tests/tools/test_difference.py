@@ -241,7 +241,7 @@ async def test_tool_follows_the_configured_thresholds(make_ctx: MakeCtx) -> None
     images = {"source": a, "output": b}
     found = await DifferenceTool().run(make_ctx("text_guided_ie", "edit_success", images))
     assert found.highlighted
-    blind = EvalConfig(difference=DifferenceConfig(threshold=250))
+    blind = EvalConfig(method="extended", difference=DifferenceConfig(threshold=250))
     ctx = make_ctx("text_guided_ie", "edit_success", images, config=blind)
     assert not (await DifferenceTool().run(ctx)).highlighted
 
@@ -249,7 +249,7 @@ async def test_tool_follows_the_configured_thresholds(make_ctx: MakeCtx) -> None
 async def test_capped_regions_report_the_true_count(make_ctx: MakeCtx) -> None:
     a = _base()
     rects = [(2 + i * 25, 10, 2 + i * 25 + 6 + 3 * i, 30) for i in range(5)]
-    config = EvalConfig(difference=DifferenceConfig(max_regions=3))
+    config = EvalConfig(method="extended", difference=DifferenceConfig(max_regions=3))
     ctx = make_ctx("text_guided_ie", "edit_success", {"source": a, "output": _edit(a, *rects)})
     ctx.config = config
     report = compare_images(a, _edit(a, *rects), config=config.difference)
@@ -288,7 +288,7 @@ def test_official_preset_fills_what_is_not_given() -> None:
     assert nested.difference == official
 
 
-def test_official_preset_keeps_the_largest_gray_change_only() -> None:
+def test_official_numbers_keep_the_largest_gray_change_only() -> None:
     a = Image.new("RGB", (100, 100), (200, 50, 50))
     # a large bright change, a small bright change, and a change of the blue channel alone
     b = _edit(a, (10, 10, 40, 40), colour=(255, 255, 255))
@@ -296,7 +296,8 @@ def test_official_preset_keeps_the_largest_gray_change_only() -> None:
     b = _edit(b, (60, 10, 90, 30), colour=(200, 50, 150))
     ours = compare_images(a, b, config=DifferenceConfig())
     assert ours.regions_found == 3
-    official = compare_images(a, b, config=DifferenceConfig(preset="official"))
+    # The official thresholds with cigeval's boxing (the official boxing: test_official_steps)
+    official = compare_images(a, b, config=DifferenceConfig(preset="official", steps="cigeval"))
     assert official.regions_found == 2  # gray weighs blue 0.114: 100 * 0.114 < 45
     _match(official.regions, [(10, 10, 40, 40)])  # only the largest is kept
 

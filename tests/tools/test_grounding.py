@@ -120,8 +120,10 @@ def test_missing_checkpoint_fails_fast_with_advice(tmp_path: Path) -> None:
 
 
 def _config(checkpoint: str) -> EvalConfig:
+    """The extended method (the planner's query, box lists) with a detector that keeps all."""
     return EvalConfig(
-        grounding=GroundingConfig(checkpoint=checkpoint, box_threshold=0.0, text_threshold=0.0)
+        method="extended",
+        grounding=GroundingConfig(checkpoint=checkpoint, box_threshold=0.0, text_threshold=0.0),
     )
 
 
@@ -229,7 +231,9 @@ async def test_tool_without_query_highlights_nothing(
 async def test_tool_with_nothing_found(
     checkpoint: str, make_ctx: MakeCtx, detect_calls: list[tuple[int, str]]
 ) -> None:
-    config = EvalConfig(grounding=GroundingConfig(checkpoint=checkpoint, box_threshold=1.0))
+    config = EvalConfig(
+        method="extended", grounding=GroundingConfig(checkpoint=checkpoint, box_threshold=1.0)
+    )
     ctx = make_ctx(
         "text_guided_ig",
         "prompt_following",
@@ -307,3 +311,58 @@ async def test_official_boxes_setting_applies_to_the_tool(make_ctx: MakeCtx) -> 
     ctx = make_ctx("text_guided_ig", "prompt_following", images, prompt="a cat", config=config)
     result = await GroundingTool(nested).run(ctx)  # type: ignore[arg-type]
     assert [b.label for b in result.boxes["output"]] == ["thing0"]  # the box around it dropped
+
+
+def test_only_a_box_strictly_containing_a_kept_one_is_dropped() -> None:
+    from cigeval.tools import best_per_phrase
+
+    inner = Box(10, 10, 20, 20, label="cup", score=0.3)
+    sharing_an_edge = Box(10, 5, 30, 30, label="cup", score=0.8)  # not strictly around it
+    strictly_around = Box(5, 5, 40, 40, label="cup", score=0.9)
+    assert best_per_phrase([inner, sharing_an_edge, strictly_around]) == [sharing_an_edge]
+
+
+async def test_the_paper_method_grounds_as_the_official_code(make_ctx: MakeCtx) -> None:
+    subject, output = _image(15), _image(16)
+    # a fractional box, and one covering 96% of the image
+    detector = _FixedDetector((0.105, 0.11, 0.507, 0.52), (0, 0, 1, 0.96))
+    ctx = make_ctx(
+        "subject_driven_ig",
+        "subject_similarity",
+        {"subject": subject, "output": output},
+        config=EvalConfig(),  # the paper method
+        query="dog",  # a planner's query: not used
+        subject="dog",
+        prompt="a dog on a car",
+    )
+    result = await GroundingTool(detector).run(ctx)  # type: ignore[arg-type]
+    assert result.data["query"] == "a dog on a car"  # the whole prompt, in both images
+    assert result.text == "Look closely at the highlighted parts of the image(s)."
+    for role, image in (("subject", subject), ("output", output)):
+        # the detector's boxes cut to whole pixels; the small one does not hold the big one,
+        # the big one holds it strictly: dropped; the best box of each phrase stays
+        (box,) = result.boxes[role]
+        w, h = image.size
+        assert box.as_list() == [int(0.105 * w), int(0.11 * h), int(0.507 * w), int(0.52 * h)]
+        shown, original = np.asarray(result.images[role]), np.asarray(image)
+        x0, y0, x1, y1 = (int(v) for v in box.as_list())
+        expected = original // 4
+        expected[y0:y1, x0:x1] = original[y0:y1, x0:x1]
+        assert np.array_equal(shown, expected), role
+
+
+async def test_the_paper_method_dims_around_boxes_covering_nearly_everything(
+    make_ctx: MakeCtx,
+) -> None:
+    images = {"source": _image(17), "output": _image(18)}
+    config = EvalConfig()
+    ctx = make_ctx("subject_driven_ie", "background_preservation", images, config=config)
+    result = await GroundingTool(_FixedDetector((0, 0, 1, 0.95))).run(ctx)  # type: ignore[arg-type]
+    assert result.highlighted and set(result.images) == {"source", "output"}
+    shown, original = np.asarray(result.images["source"]), np.asarray(images["source"])
+    cut = int(0.95 * original.shape[0])
+    assert np.array_equal(shown[:cut], original[:cut])
+    assert np.array_equal(shown[cut:], original[cut:] // 4)
+    # nothing found: the same sentence, the images unchanged (as the official code)
+    empty = await GroundingTool(_FixedDetector()).run(ctx)  # type: ignore[arg-type]
+    assert empty.text == result.text and empty.images == {} and not empty.highlighted

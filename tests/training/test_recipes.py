@@ -107,7 +107,7 @@ def test_a_short_full_fine_tune_on_the_cpu(tiny_model: Path, tmp_path: Path, cap
     argv += ["--recipe", "paper", "--effective-batch", "4", "--batch-size", "2"]
     argv += ["--max-steps", "2", "--learning-rate", "0.01", "--warmup-ratio", "0", "--quiet"]
     assert main(argv) == 0
-    summary = capsys.readouterr().out
+    summary = capsys.readouterr().err  # what was written: a diagnostic (docs/cli.md)
     assert "(paper recipe)" in summary and f"tuned model: {out / 'model'}" in summary
     run = json.loads((out / "finetune.json").read_text())
     assert run["config"]["recipe"] == "paper" and run["config"]["effective_batch"] == 4

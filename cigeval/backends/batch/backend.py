@@ -103,7 +103,7 @@ def batch_backends(backends: Sequence[Backend], coordinator: BatchCoordinator) -
         inner, cache = backend, None
         if isinstance(backend, CachedBackend):
             inner, cache = backend.inner, backend.cache
-        if isinstance(inner, OpenAIBackend):
+        if isinstance(inner, OpenAIBackend) and inner.batch_api:
             wrapped.append(BatchBackend(inner, coordinator, cache))
         else:
             wrapped.append(backend)

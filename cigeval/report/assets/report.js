@@ -50,6 +50,7 @@
       if (gen && s.generator !== gen) return false;
       if (status === "ok" && s.errors > 0) return false;
       if (status === "error" && s.errors === 0) return false;
+      if (status === "degraded" && !s.degraded) return false;
       var score = s.scores[judge];
       if ((low !== null || high !== null) && (score === null || score === undefined)) return false;
       if (low !== null && score < low) return false;

@@ -1,0 +1,30 @@
+"""Which planned tools run in which task (``EvalConfig.tool_use``).
+
+The official evaluate pass runs Grounding ("Highlight") and Scene Graph in every task but
+Difference ("MaskFocus") only in mask-guided editing; any other choice is judged without a
+tool. ``tool_use="official"`` does the same (a note on the sub-score says why, which marks it
+degraded); ``any`` runs every offered tool in every task. Tools the official code does not
+know (OCR, your own) run wherever they are offered.
+"""
+
+from __future__ import annotations
+
+from cigeval.config import EvalConfig
+from cigeval.registry import normalize_name
+
+#: Tools the official evaluate pass runs only in some tasks: tool name -> task ids.
+OFFICIAL_TOOL_TASKS: dict[str, tuple[str, ...]] = {"Difference": ("mask_guided_ie",)}
+
+
+def why_not_run(tool: str, task: str, config: EvalConfig) -> str | None:
+    """Why the planned ``tool`` is not run in ``task`` under ``config``, or None when it is."""
+    if config.tool_use != "official":
+        return None
+    by_key = {normalize_name(name): tasks for name, tasks in OFFICIAL_TOOL_TASKS.items()}
+    tasks = by_key.get(normalize_name(tool))
+    if tasks is None or task in tasks:
+        return None
+    return (
+        f"the paper's method runs {tool} only in {', '.join(tasks)}, not in {task} "
+        "(--tool-use official; --tool-use any runs it)"
+    )

@@ -1,0 +1,76 @@
+"""What happens to each Score as its sample finishes: the run's policies, then the writer and
+the summary."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cigeval.runs.breaker import CircuitBreaker
+from cigeval.runs.signals import CIRCUIT_BREAKER, Stop
+
+if TYPE_CHECKING:
+    from cigeval.results.jsonl import ResultsWriter
+    from cigeval.results.summary import RunSummary
+    from cigeval.runs.options import RunOptions
+    from cigeval.score import Score
+
+
+def refuse_degraded(score: Score) -> Score:
+    """``score`` as an error record saying which sub-questions were judged without the tool
+    the plan chose, and why (``--on-degraded error``)."""
+    notes = "; ".join(
+        f"{s.question_id}: {s.note or 'judged without the tool the plan chose'}"
+        for s in score.sub_scores
+        if s.degraded
+    )
+    error = (
+        f"refused by --on-degraded error: {len(score.degraded_questions)} sub-question(s) "
+        f"judged without the tool the plan chose ({notes}); the score would have been "
+        f"{score.value!r}"
+    )
+    return score.model_copy(update={"status": "error", "value": None, "error": error})
+
+
+class Recorder:
+    """Applies the run's options to each Score (``on_degraded``, the circuit breaker), writes
+    what is to be written and counts it in the summary; :meth:`accept` says whether the run
+    goes on."""
+
+    def __init__(
+        self,
+        writer: ResultsWriter,
+        summary: RunSummary,
+        options: RunOptions,
+        stop: Stop,
+        progress: Any,
+    ) -> None:
+        self.writer = writer
+        self.summary = summary
+        self.options = options
+        self.stop = stop
+        self.progress = progress
+        self.breaker = CircuitBreaker(options.circuit_breaker)
+        summary.degraded_are_errors = options.on_degraded == "error"
+
+    def accept(self, score: Score) -> bool:
+        """Record one finished sample; False when the run must stop (the breaker tripped)."""
+        if self.options.on_degraded == "error" and score.ok and score.degraded_questions:
+            score = refuse_degraded(score)
+        released, trip = self.breaker.offer(score)
+        for ready in released:
+            self._write(ready)
+        self.progress.update(1)
+        self.progress.set_postfix(errors=self.summary.statuses["error"], refresh=False)
+        if trip:
+            self.stop.request(CIRCUIT_BREAKER)
+            return False
+        return True
+
+    def finish(self) -> None:
+        """Write the Scores the breaker still holds (the run ended without tripping it)."""
+        for score in self.breaker.release():
+            self._write(score)
+
+    def _write(self, score: Score) -> None:
+        self.writer.write(score)
+        self.summary.add(score)
