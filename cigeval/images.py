@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from cigeval._image_bytes import jpeg_is_whole, png_is_plain
 from cigeval.errors import InputError
 
 #: Images above this many pixels are refused (decompression-bomb guard). 8192 x 8192.
@@ -101,14 +103,25 @@ def _decode(
     max_pixels: int,
     convert: Callable[[Image.Image], Image.Image],
 ) -> Image.Image:
-    """Decode the bytes of an image file (``source``: the file they were read from, if any)."""
+    """The image in the bytes of an image file (``source``: the file they were read from).
+
+    A whole RGB PNG or JPEG file without an EXIF rotation is returned undecoded: Pillow
+    decodes its pixels on first use (see :func:`_decode_on_first_use`). Any other image is
+    decoded, EXIF-transposed and converted now.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as opened:
-                _check_header(opened.size, role, sample_id, max_pixels, where)
+            opened = Image.open(io.BytesIO(data))
+            _check_header(opened.size, role, sample_id, max_pixels, where)
+            mime = _PASSTHROUGH_MIME.get(opened.format or "")
+            if mime is not None and opened.mode == "RGB" and _plain_file(data, opened):
+                _decode_on_first_use(opened, role, where, sample_id)
+                _keep_file_bytes(opened, data, mime, source)
+                return opened
+            with opened:
                 opened.load()
-                file_format, original_mode = opened.format, opened.mode
+                original_mode = opened.mode
                 rotated = opened.getexif().get(_EXIF_ORIENTATION, 1) != 1
                 loaded = ImageOps.exif_transpose(opened)
     except InputError:
@@ -116,13 +129,52 @@ def _decode(
     except Exception as exc:
         raise _refused(exc, role, where, sample_id) from None
     rgb = convert(loaded)
-    mime = _PASSTHROUGH_MIME.get(file_format or "")
     if mime is not None and original_mode == "RGB" and not rotated:
-        # The file already is what a model accepts: send its bytes instead of re-encoding.
-        # Tagged with the pixel store's identity: a copy (which would keep ``info``) does not
-        # match, so an edited copy is never sent as the original file.
-        rgb.info[RAW_BYTES_KEY] = (data, mime, id(rgb.im), source)
+        _keep_file_bytes(rgb, data, mime, source)
     return rgb
+
+
+def _plain_file(data: bytes, opened: Image.Image) -> bool:
+    """Whether the file is whole and holds no EXIF rotation, told without decoding pixels."""
+    if opened.format == "PNG":
+        return png_is_plain(data)
+    whole = jpeg_is_whole(data)  # a JPEG's EXIF block is read with its header
+    return whole and opened.getexif().get(_EXIF_ORIENTATION, 1) == 1
+
+
+def _decode_on_first_use(image: Image.Image, role: str, where: str, sample_id: str | None) -> None:
+    """Make ``image`` (opened, not yet decoded) decode its pixels once, on first use, safely
+    from several threads, and report a damaged file as the InputError :func:`load_image`
+    would have raised."""
+    decode = image.load
+    lock = threading.Lock()
+
+    def load() -> object:
+        with lock:
+            try:
+                return decode()
+            except Exception as exc:
+                raise _refused(exc, role, where, sample_id) from None
+
+    image.load = load  # type: ignore[method-assign]
+
+
+def _keep_file_bytes(image: Image.Image, data: bytes, mime: str, source: str | None) -> None:
+    """Keep the file's bytes with ``image``, which already is what a model accepts, to send
+    them instead of re-encoding. A copy keeps ``info`` but not the owner token set on the
+    image itself, so an edited copy is never sent as the original file."""
+    owner = object()
+    image.info[RAW_BYTES_KEY] = (data, mime, owner, source)
+    setattr(image, _RAW_OWNER, owner)
+
+
+def raw_file_bytes(image: Image.Image) -> tuple[bytes, str, str | None] | None:
+    """The (bytes, mime, source file or None) kept with ``image`` by :func:`load_image` when
+    it can be sent unchanged, else None."""
+    raw = image.info.get(RAW_BYTES_KEY)
+    if raw is None or raw[2] is not getattr(image, _RAW_OWNER, None):
+        return None
+    return raw[0], raw[1], raw[3]
 
 
 def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Exception:
@@ -135,9 +187,10 @@ def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Ex
     return exc
 
 
-#: Key in ``Image.info`` holding (file bytes, mime, pixel store id, file path or None) of an
-#: image that can be sent unchanged.
+#: Key in ``Image.info`` holding (file bytes, mime, owner token, file path or None) of an
+#: image that can be sent unchanged (read it with :func:`raw_file_bytes`).
 RAW_BYTES_KEY = "cigeval_raw_bytes"
+_RAW_OWNER = "_cigeval_raw_owner"
 _PASSTHROUGH_MIME = {"PNG": "image/png", "JPEG": "image/jpeg"}
 _EXIF_ORIENTATION = 0x0112
 
@@ -272,9 +325,9 @@ class EncodedImage:
         if encoding == "jpeg75":
             data = encode_pixels(image, "JPEG", OFFICIAL_JPEG_QUALITY)
             return cls(data, "image/jpeg", hashlib.sha256(data).hexdigest(), *image.size)
-        raw = image.info.get(RAW_BYTES_KEY)
-        if raw is not None and raw[2] == id(image.im):
-            data, mime, _, source = raw
+        raw = raw_file_bytes(image)
+        if raw is not None:
+            data, mime, source = raw
             digest = hashlib.sha256(data).hexdigest()
             return cls(data, mime, digest, image.width, image.height, source)
         if fmt.upper() == "JPEG":

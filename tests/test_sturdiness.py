@@ -85,12 +85,14 @@ def count_sent_requests(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     The server does not see them all: a request sent on a connection it had just closed (a
     dropped one) fails in the client without reaching it, yet was an attempt."""
-    client_class = type(openai.AsyncOpenAI(api_key="k", max_retries=0)._client)
+    # The class of the SDK's HTTP client that sends (cigeval gives the SDK clients of it).
+    client_class = next(c for c in openai.DefaultAsyncHttpxClient.__mro__ if "send" in vars(c))
     original = client_class.send
     sent: list[int] = []
 
     async def counting_send(self: Any, request: Any, **kwargs: Any) -> Any:
-        sent.append(1)
+        if str(request.url).endswith("/chat/completions"):
+            sent.append(1)
         return await original(self, request, **kwargs)
 
     monkeypatch.setattr(client_class, "send", counting_send)

@@ -56,6 +56,11 @@ OPENAI_URL = "https://api.openai.com/v1"
 PREFLIGHT_TIMEOUT_S = 10.0
 #: The longest server-requested wait honoured before retrying, in seconds.
 MAX_RETRY_AFTER_S = 120.0
+#: Calls in flight per connection pool. httpx's pool probes every idle connection it holds
+#: (a socket check each) whenever it hands one out, so one pool behind hundreds of calls
+#: spends more CPU there than on the calls; pools of a few connections each keep that cost
+#: flat (benchmarks/README.md measures both).
+CALLS_PER_POOL = 16
 _RETRYABLE_STATUS = {408, 409, 429}
 
 
@@ -145,15 +150,15 @@ class OpenAIBackend:
             "max_completion_tokens" if official else "max_tokens"
         )
         self._key = _Secret(key)
-        self._max_in_flight = max_in_flight
         self._in_flight = InFlightLimit(max_in_flight)
         self._turn = itertools.count()
+        self._pool_turn = itertools.count()
+        self._pools = -(-(max_in_flight or 4 * CALLS_PER_POOL) // CALLS_PER_POOL)
         self._lock = threading.Lock()
-        # One SDK client, hence one connection pool, per server URL. httpx connection pools
-        # belong to one event loop, so that is one per URL per event loop (a process runs
-        # one loop at a time: asyncio.run, or the Evaluator's own thread in notebooks).
+        # httpx connection pools belong to one event loop: one set of SDK clients per loop,
+        # a few per server URL (see CALLS_PER_POOL), all sharing one TLS context.
         self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, list[openai.AsyncOpenAI | None]
+            asyncio.AbstractEventLoop, list[list[openai.AsyncOpenAI]]
         ] = weakref.WeakKeyDictionary()
 
     @property
@@ -173,16 +178,19 @@ class OpenAIBackend:
         return f"OpenAIBackend(model={self.model!r}, base_urls={urls!r})"
 
     def _client(self, index: int) -> openai.AsyncOpenAI:
-        """The SDK client of server ``index`` in the running event loop (made on first use)."""
+        """An SDK client of server ``index`` in the running event loop, its pools taken in
+        turn (each made on first use)."""
         loop = asyncio.get_running_loop()
         with self._lock:
+            turn = next(self._pool_turn) % self._pools
             clients = self._clients.get(loop)
             if clients is None:
-                clients = self._clients[loop] = [None] * len(self.base_urls)
-            client = clients[index]
-            if client is None:
-                client = clients[index] = self._new_client(self.base_urls[index])
-            return client
+                clients = self._clients[loop] = [[] for _ in self.base_urls]
+            pools = clients[index]
+            if turn >= len(pools):
+                turn = len(pools)
+                pools.append(self._new_client(self.base_urls[index]))
+            return pools[turn]
 
     def _new_client(self, url: str | None) -> openai.AsyncOpenAI:
         """An SDK client for one server (it never retries: :meth:`complete` does)."""
@@ -195,15 +203,9 @@ class OpenAIBackend:
         )
 
     def _http_client(self, url: str | None) -> Any:
-        """The SDK's HTTP client (its defaults) for one server: the process's one TLS context,
-        and a kept connection for every call that may be in flight (the SDK's default keeps
-        100 and would reconnect for the rest after each burst of calls)."""
-        options: dict[str, Any] = {"timeout": self.timeout_s, "verify": _tls_context(url)}
-        if self._max_in_flight is not None:
-            options["limits"] = _http_library().Limits(
-                max_connections=None, max_keepalive_connections=self._max_in_flight
-            )
-        return openai.DefaultAsyncHttpxClient(**options)
+        """The SDK's HTTP client (with the SDK's defaults) for one server, using the TLS
+        context this process shares (:func:`_tls_context`)."""
+        return openai.DefaultAsyncHttpxClient(timeout=self.timeout_s, verify=_tls_context(url))
 
     def sdk_client(self) -> openai.AsyncOpenAI:
         """An SDK client for the first server of the spec, bound to the running event loop
@@ -213,8 +215,8 @@ class OpenAIBackend:
     async def aclose(self) -> None:
         """Close the HTTP connections opened in the running event loop."""
         clients = self._clients.pop(asyncio.get_running_loop(), [])
-        for client in clients:
-            if client is not None:
+        for pools in clients:
+            for client in pools:
                 await client.close()
 
     def payload(self, request: ModelRequest) -> dict[str, Any]:
@@ -450,11 +452,6 @@ def _sdk_takes_content() -> bool:
     return "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
 
 
-def _http_library() -> Any:
-    """The HTTP library of the SDK's clients (httpx, or httpx2 in recent SDKs)."""
-    return sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]]
-
-
 def _tls_context(url: str | None) -> ssl.SSLContext | bool:
     """The TLS context the SDK clients of this process share (see :func:`_shared_tls`)."""
     return _shared_tls(url is not None and urlsplit(url).scheme == "http")
@@ -470,7 +467,9 @@ def _shared_tls(plain_http: bool) -> ssl.SSLContext | bool:
     """
     if plain_http:
         return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    make = getattr(_http_library(), "create_ssl_context", None)
+    # The HTTP library of the SDK's clients: httpx, or httpx2 in recent SDKs.
+    library = sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]]
+    make = getattr(library, "create_ssl_context", None)
     return make() if make is not None else True
 
 
