@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -149,7 +149,7 @@ def _decode_on_first_use(image: Image.Image, role: str, where: str, sample_id: s
     decode = image.load
     lock = threading.Lock()
 
-    def load() -> object:
+    def load() -> Any:
         with lock:
             try:
                 return decode()
