@@ -147,11 +147,21 @@ def image_files_by_role(sample: dict[str, Any]) -> dict[str, str]:
     return roles
 
 
-def capture_calls(samples_path: Path) -> dict[str, Any]:
+def encoding_settings(encoding: str | None) -> dict[str, Any]:
+    """The EvalConfig override choosing how images reach the judge (none for cigeval's
+    default, or for a checkout that predates the setting, which sends original files)."""
+    from cigeval.config import EvalConfig
+
+    if encoding is None or "image_encoding" not in EvalConfig.model_fields:
+        return {}
+    return {"image_encoding": encoding}
+
+
+def capture_calls(samples_path: Path, encoding: str | None = None) -> dict[str, Any]:
     """The requests cigeval makes for each sample, in the order they depend on each other:
     ``{"encoding": ..., "samples": {id: {"settings": {...}, "stages": [[messages, ...]]}}}``.
     A message is ``{"role": ..., "parts": [["text", str] | ["image", role], ...]}``."""
-    from cigeval.config import EvalConfig, RunConfig
+    from cigeval.config import RunConfig
     from cigeval.evaluation import Evaluator
     from cigeval.messages import ImagePart, ModelRequest, ModelResponse
     from cigeval.sample import iter_samples_file
@@ -167,7 +177,11 @@ def capture_calls(samples_path: Path) -> dict[str, Any]:
             seen.append(request)
             return ModelResponse(reply(request), MODEL)
 
-    evaluator = Evaluator(Recorder(), run_config=RunConfig(use_cache=False, preflight=False))
+    evaluator = Evaluator(
+        Recorder(),
+        run_config=RunConfig(use_cache=False, preflight=False),
+        **encoding_settings(encoding),
+    )
     captured: dict[str, Any] = {}
 
     async def capture() -> None:
@@ -197,8 +211,8 @@ def capture_calls(samples_path: Path) -> dict[str, Any]:
             captured[score.id] = {"settings": settings, "stages": [calls[:1], calls[1:]]}
 
     asyncio.run(capture())
-    encoding = getattr(EvalConfig(), "image_encoding", "original")
-    return {"encoding": encoding, "samples": captured}
+    used = getattr(evaluator.config, "image_encoding", "original")
+    return {"encoding": used, "samples": captured}
 
 
 # --- the two clients -------------------------------------------------------------------------
@@ -274,6 +288,7 @@ def cigeval_client(
     concurrency: int,
     out: Path,
     cache_dir: Path | None = None,
+    encoding: str | None = None,
 ) -> None:
     """``Evaluator.run``: what ``cigeval evaluate`` does, into a results file."""
     from cigeval.config import RunConfig
@@ -286,7 +301,9 @@ def cigeval_client(
         preflight=False,
         retry_backoff_s=0.05,
     )
-    evaluator = Evaluator(f"openai:{MODEL}@{url}", run_config=run_config)
+    evaluator = Evaluator(
+        f"openai:{MODEL}@{url}", run_config=run_config, **encoding_settings(encoding)
+    )
     result = evaluator.run(samples_path, out=out, limit=count, quiet=True)
     assert result.summary.statuses["ok"] == count, result.render()
 
@@ -303,7 +320,7 @@ def worker(args: argparse.Namespace) -> None:
         if args.client == "minimal":
             minimal_client(args.url, plan, path, count, args.concurrency, out)
         else:
-            cigeval_client(args.url, path, count, args.concurrency, out, cache)
+            cigeval_client(args.url, path, count, args.concurrency, out, cache, plan["encoding"])
 
     one(warm, len(warm.read_text().splitlines()), folder / "warm.jsonl")  # imports, first calls
     figures: dict[str, float] = {}
@@ -567,6 +584,13 @@ def main() -> None:
     parser.add_argument("--latency", type=float, nargs="+", default=[0.25, 1.0])
     parser.add_argument("--size", type=int, default=512, help="side of the images")
     parser.add_argument(
+        "--image-encoding",
+        choices=["jpeg75", "original"],
+        default=None,
+        help="how both clients send images (default: cigeval's default); a --checkout or "
+        "--compare older than the setting always sends original files",
+    )
+    parser.add_argument(
         "--checkout",
         type=Path,
         default=ROOT,
@@ -605,8 +629,8 @@ def main() -> None:
     count = max(samples_for(max(args.concurrency)), 64)
     samples_path = write_sample_set(folder / "set", count, args.size)
     warm_path = write_sample_set(folder / "warm", 7, args.size, first=count)
-    plan = capture_calls(samples_path)
-    plan["samples"].update(capture_calls(warm_path)["samples"])
+    plan = capture_calls(samples_path, args.image_encoding)
+    plan["samples"].update(capture_calls(warm_path, args.image_encoding)["samples"])
     plan_path = folder / "plan.json"
     plan_path.write_text(json.dumps(plan))
     print(

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -294,6 +294,53 @@ def encode_pixels(image: Image.Image | np.ndarray, fmt: str, quality: int = 75) 
     return buffer.tobytes()
 
 
+@runtime_checkable
+class BytesCache(Protocol):
+    """Where :func:`encode_image` keeps encodings (:class:`cigeval.ResponseCache` is one)."""
+
+    def get_bytes(self, key: str) -> bytes | None:
+        """The bytes stored under ``key``, or None."""
+        ...
+
+    def set_bytes(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key``."""
+        ...
+
+
+def encode_image(
+    image: Image.Image,
+    fmt: str = "PNG",
+    *,
+    encoding: ImageEncoding = "original",
+    cache: object | None = None,
+) -> EncodedImage:
+    """:meth:`EncodedImage.from_pil`, remembered across runs for image files.
+
+    With ``encoding="jpeg75"`` every image is decoded and encoded again, the costliest part
+    of judging a sample whose answers are cached. When ``cache`` can hold bytes
+    (:class:`BytesCache`) and ``image`` was read from a file by :func:`load_image`, the
+    encoding is stored under the sha256 of the file's bytes and the encoder's version, and
+    found there the next time the same file is judged (any judge, any settings): the pixels
+    are then never decoded. The bytes are those the encoder would make again.
+    """
+    raw = raw_file_bytes(image) if encoding == "jpeg75" else None
+    if raw is None or not isinstance(cache, BytesCache):
+        return EncodedImage.from_pil(image, fmt, encoding=encoding)
+    key = f"image|{encoding}|opencv-{_opencv_version()}|{hashlib.sha256(raw[0]).hexdigest()}"
+    data = cache.get_bytes(key)
+    if data is None:
+        encoded = EncodedImage.from_pil(image, fmt, encoding=encoding)
+        cache.set_bytes(key, encoded.data)
+        return encoded
+    return EncodedImage(data, "image/jpeg", hashlib.sha256(data).hexdigest(), *image.size)
+
+
+def _opencv_version() -> str:
+    import cv2
+
+    return str(cv2.__version__)
+
+
 @dataclass(frozen=True)
 class EncodedImage:
     """An image encoded once, with its content hash for cache keys and traces.
@@ -344,6 +391,13 @@ class EncodedImage:
         """The image as a ``data:`` URI, the form OpenAI-compatible servers accept (built
         once per encoded image)."""
         return self._data_uri
+
+    @cached_property
+    def data_uri_json(self) -> bytes:
+        """:meth:`data_uri` as a JSON string (quotes included), as bytes: what a request body
+        holds, built once per encoded image and shared by every request that shows it."""
+        encoded = base64.b64encode(self.data)
+        return b"".join((b'"data:', self.mime.encode("ascii"), b";base64,", encoded, b'"'))
 
     def to_pil(self) -> Image.Image:
         """Decode back to a PIL image."""

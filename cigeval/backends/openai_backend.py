@@ -16,14 +16,15 @@ import json
 import logging
 import os
 import random
+import secrets
 import ssl
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -45,6 +46,9 @@ from cigeval.messages import (
     Usage,
     normalize_finish_reason,
 )
+
+if TYPE_CHECKING:
+    from cigeval.images import EncodedImage
 
 logger = logging.getLogger("cigeval.backends.openai")
 
@@ -219,12 +223,17 @@ class OpenAIBackend:
             for client in pools:
                 await client.close()
 
-    def payload(self, request: ModelRequest) -> dict[str, Any]:
-        """The chat-completions request body for ``request`` (without the model's reply)."""
+    def payload(
+        self, request: ModelRequest, *, image_url: Callable[[EncodedImage], str] | None = None
+    ) -> dict[str, Any]:
+        """The chat-completions request body for ``request`` (without the model's reply).
+
+        ``image_url`` gives each image's URL (default: its data URI).
+        """
         settings = request.settings
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [to_openai_message(m) for m in request.messages],
+            "messages": [to_openai_message(m, image_url) for m in request.messages],
             "temperature": settings.temperature,
             self.max_tokens_param: settings.max_tokens,
         }
@@ -235,9 +244,32 @@ class OpenAIBackend:
         return body
 
     def request_body(self, request: ModelRequest) -> bytes:
-        """:meth:`payload` as the JSON bytes sent (see :func:`encode_json`); each image's data
-        URI is built once per encoded image, however many requests show it."""
-        return encode_json(self.payload(request))
+        """:meth:`payload` as the JSON bytes sent: :meth:`request_chunks` joined."""
+        return b"".join(self.request_chunks(request))
+
+    def request_chunks(self, request: ModelRequest) -> list[bytes]:
+        """:meth:`payload` as JSON bytes (:func:`encode_json`), in pieces that are sent one
+        after another: the text between the images, and each image's data URI as a JSON
+        string, the same bytes object for every request that shows the image
+        (:attr:`~cigeval.images.EncodedImage.data_uri_json`, built once per encoded image).
+        No request copies its images into a body of its own."""
+        salt = secrets.token_hex(8)
+        images: list[tuple[bytes, EncodedImage]] = []
+
+        def placeholder(image: EncodedImage) -> str:
+            token = f"cigeval-image:{salt}:{len(images)}"
+            images.append((b'"' + token.encode("ascii") + b'"', image))
+            return token
+
+        body = encode_json(self.payload(request, image_url=placeholder))
+        chunks: list[bytes] = []
+        start = 0
+        for marker, image in images:  # in the order they appear in the body
+            at = body.index(marker, start)
+            chunks += [body[start:at], image.data_uri_json]
+            start = at + len(marker)
+        chunks.append(body[start:])
+        return chunks
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``, retrying transient failures; raise BackendError when they persist.
@@ -245,8 +277,8 @@ class OpenAIBackend:
         The response's ``latency_s`` covers the whole call, retries and rate-limit waits included.
         """
         started = time.perf_counter()
-        body: bytes | dict[str, Any] = (
-            self.request_body(request) if self.encoded_body else self.payload(request)
+        body: list[bytes] | dict[str, Any] = (
+            self.request_chunks(request) if self.encoded_body else self.payload(request)
         )
         estimate = 0
         if self.rate_limiter is not None and self.rate_limiter.tokens_per_minute:
@@ -432,18 +464,29 @@ def encode_json(payload: dict[str, Any]) -> bytes:
 
 
 async def _post_chat(
-    client: openai.AsyncOpenAI, body: bytes | dict[str, Any], timeout: float
+    client: openai.AsyncOpenAI, body: list[bytes] | dict[str, Any], timeout: float
 ) -> Any:
-    """POST a chat-completions body with the SDK client (its errors, its types)."""
+    """POST a chat-completions body with the SDK client (its errors, its types): a dict, or
+    the chunks of an encoded body (:meth:`OpenAIBackend.request_chunks`), sent one after
+    another under their total Content-Length."""
     options: Any = {"timeout": timeout, "security": {"bearer_auth": True}}
-    if isinstance(body, bytes) and _sdk_takes_content():
+    if isinstance(body, dict):
         return await client.post(
-            "/chat/completions", content=body, cast_to=ChatCompletion, options=options
+            "/chat/completions", body=body, cast_to=ChatCompletion, options=options
         )
-    # A dict, or bytes for an older SDK, which sends a bytes body as it is.
+    if not _sdk_takes_content():  # an older SDK sends a bytes body as it is
+        return await client.post(
+            "/chat/completions", body=b"".join(body), cast_to=ChatCompletion, options=options
+        )
+    options["headers"] = {"Content-Length": str(sum(len(chunk) for chunk in body))}
     return await client.post(
-        "/chat/completions", body=body, cast_to=ChatCompletion, options=options
+        "/chat/completions", content=_each(body), cast_to=ChatCompletion, options=options
     )
+
+
+async def _each(chunks: list[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
 
 
 @functools.lru_cache(maxsize=1)
@@ -473,8 +516,11 @@ def _shared_tls(plain_http: bool) -> ssl.SSLContext | bool:
     return make() if make is not None else True
 
 
-def to_openai_message(message: Message) -> dict[str, Any]:
-    """One cigeval message as an OpenAI chat message (images as base64 data URIs)."""
+def to_openai_message(
+    message: Message, image_url: Callable[[EncodedImage], str] | None = None
+) -> dict[str, Any]:
+    """One cigeval message as an OpenAI chat message (images as base64 data URIs, or as
+    ``image_url`` says)."""
     if message.role == "assistant":
         if message.images():
             raise BackendError("assistant messages cannot carry images in the OpenAI chat API")
@@ -485,7 +531,8 @@ def to_openai_message(message: Message) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, ImagePart):
-            content.append({"type": "image_url", "image_url": {"url": part.image.data_uri()}})
+            url = image_url(part.image) if image_url is not None else part.image.data_uri()
+            content.append({"type": "image_url", "image_url": {"url": url}})
         else:
             content.append({"type": "text", "text": part.text})
     return {"role": message.role, "content": content}
