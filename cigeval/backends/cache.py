@@ -111,7 +111,6 @@ class ResponseCache:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory).expanduser()
         self.store = CacheStore(self.directory)
-        self._warned = False
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.directory)!r})"
@@ -216,9 +215,14 @@ class ResponseCache:
             self._warn(f"could not write to the cache: {exc}")
 
     def _warn(self, message: str) -> None:
-        if not self._warned:
-            self._warned = True
+        # Once per folder and process: a run has a cache for answers and one for tools.
+        if self.directory not in _WARNED:
+            _WARNED.add(self.directory)
             logger.warning("%s (%s); going on without caching", message, self.directory)
+
+
+#: Cache folders already warned about in this process.
+_WARNED: set[Path] = set()
 
 
 def _entry_name(key: str) -> str:
