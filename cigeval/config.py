@@ -259,6 +259,18 @@ class EvalConfig(BaseModel):
         return self.model_dump(mode="json")
 
 
+def calls_in_flight(run_config: RunConfig) -> int:
+    """The limit of model calls in flight of a run: ``max_calls_in_flight``, or
+    :data:`CALLS_PER_SAMPLE` per sample in flight."""
+    return run_config.max_calls_in_flight or CALLS_PER_SAMPLE * run_config.concurrency
+
+
+#: Model calls one sample makes at once in the built-in tasks, at most: the three judge calls
+#: of a multi-concept sample (the planning call comes before them). The default limit of calls
+#: in flight is this many per sample in flight, so no sample waits for another's calls.
+CALLS_PER_SAMPLE = 3
+
+
 class RunConfig(BaseModel):
     """How a batch runs: concurrency, limits, caching. None of it changes an answer."""
 
@@ -270,7 +282,7 @@ class RunConfig(BaseModel):
     max_calls_in_flight: int | None = Field(
         None,
         ge=1,
-        description="model calls in flight at once (default: 2 x concurrency)",
+        description="model calls in flight at once (default: 3 x concurrency)",
         json_schema_extra=_flag("--max-calls-in-flight"),
     )
     requests_per_minute: float | None = Field(

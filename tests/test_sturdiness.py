@@ -27,6 +27,7 @@ from PIL import Image
 
 from cigeval.agent.judging import parse_judge_reply
 from cigeval.agent.plan import parse_plan
+from cigeval.config import RunConfig, calls_in_flight
 from cigeval.errors import ParseError
 from cigeval.parsing import extract_json, parse_judgement, parse_score
 from cigeval.results.jsonl import read_records
@@ -198,7 +199,7 @@ def test_kill_9_at_random_moments_then_resume(env: Path) -> None:
     path = write_jsonl(env / "samples.jsonl", samples)
     out = env / "results.jsonl"
     concurrency = 4
-    in_flight_limit = 2 * concurrency  # RunConfig default: 2 x concurrency
+    in_flight_limit = calls_in_flight(RunConfig(concurrency=concurrency))  # the default
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     rng = random.Random(7)
     kill_times: list[float] = []
