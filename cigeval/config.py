@@ -11,6 +11,8 @@
 Every field that the command line exposes names its flag in ``json_schema_extra["flag"]``;
 ``cigeval.cli`` builds the flags, their help and their defaults from these fields, so no
 default is written twice.
+The models build their validators on first use (``defer_build``): ``--help`` reads their
+fields without paying for it.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class EvalConfig(BaseModel):
     explicit settings under the other method.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     method: Method = Field(
         DEFAULT_METHOD,
@@ -274,7 +276,7 @@ CALLS_PER_SAMPLE = 3
 class RunConfig(BaseModel):
     """How a batch runs: concurrency, limits, caching. None of it changes an answer."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     concurrency: int = Field(
         8, ge=1, description="samples evaluated at once", json_schema_extra=_flag("--concurrency")
@@ -397,7 +399,7 @@ class EnsembleConfig(BaseModel):
     are combined before the task's aggregate (``sub_question``) or final scores (``final``).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     samples_per_model: int = Field(
         1,
