@@ -20,7 +20,6 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Generic, TypeVar
 
 from cigeval.errors import ConfigError
@@ -170,6 +169,8 @@ class Registry(Generic[T]):
             return
         self._plugins_loaded = True
         assert self.entry_point_group is not None
+        from importlib import metadata  # loaded when plugins are first read (~10 ms)
+
         for point in metadata.entry_points(group=self.entry_point_group):
             existing = self._entries.get(normalize_name(point.name))
             if existing is None or existing.default:
