@@ -8,6 +8,8 @@ and answers cigeval's planning and judging prompts with :func:`cigeval.testing.r
 
 Unlike a bare ``ThreadingHTTPServer`` it keeps a deep listen backlog (the default of 5 drops
 connection attempts when 128 clients connect at once, which costs them a 1 s SYN retry).
+``--light`` cuts the base64 image data out of each request body before parsing it (the
+replies only depend on the text), so the server spends almost no CPU on megabyte bodies.
 """
 
 from __future__ import annotations
@@ -38,8 +40,23 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def serve(latency_s: float, fault_rate: float, seed: int) -> _Server:
-    """Start serving on a free port of 127.0.0.1 in a background thread."""
+def without_image_data(body: bytes) -> bytes:
+    """``body`` with the base64 payload of every data URI removed (still valid JSON)."""
+    pieces = []
+    start = 0
+    while (at := body.find(b";base64,", start)) != -1:
+        end = body.find(b'"', at)
+        if end == -1:
+            break
+        pieces.append(body[start : at + 8])
+        start = end
+    pieces.append(body[start:])
+    return b"".join(pieces)
+
+
+def serve(latency_s: float, fault_rate: float, seed: int, light: bool = False) -> _Server:
+    """Start serving on a free port of 127.0.0.1 in a background thread. ``light``: parse
+    request bodies without their image data (see :func:`without_image_data`)."""
     reply = rule_judge()
     rng = random.Random(seed)
     lock = threading.Lock()
@@ -66,7 +83,8 @@ def serve(latency_s: float, fault_rate: float, seed: int) -> _Server:
                 self._send(200, json.dumps(stats).encode())
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.loads(without_image_data(raw) if light else raw)
             with lock:
                 stats["requests"] += 1
                 fault = rng.choice(FAULTS) if rng.random() < fault_rate else None
@@ -118,8 +136,11 @@ def serve(latency_s: float, fault_rate: float, seed: int) -> _Server:
 class ServerProcess:
     """The server in a child process: ``with ServerProcess(0.25) as url: ...``."""
 
-    def __init__(self, latency_s: float, fault_rate: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self, latency_s: float, fault_rate: float = 0.0, seed: int = 0, light: bool = False
+    ) -> None:
         self.args = [
+            *(["--light"] if light else []),
             "--latency",
             str(latency_s),
             "--fault-rate",
@@ -156,8 +177,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.25, help="seconds per answer")
     parser.add_argument("--fault-rate", type=float, default=0.0, help="share of failed requests")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--light", action="store_true", help="parse bodies without image data")
     args = parser.parse_args()
-    server = serve(args.latency, args.fault_rate, args.seed)
+    server = serve(args.latency, args.fault_rate, args.seed, args.light)
     host, port = server.server_address[:2]
     print(f"http://{host}:{port}/v1", flush=True)
     with contextlib.suppress(KeyboardInterrupt):

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import samples
 from fake_server import ServerProcess
 
-from cigeval.config import RunConfig
+from cigeval.config import RunConfig, calls_in_flight
 from cigeval.evaluation import Evaluator
 from cigeval.results import ResultsWriter
 
@@ -82,7 +82,7 @@ def main() -> None:
             after = server.stats()
             sent = after["requests"] - before["requests"]
             latency, wall, calls = args.latency, result["wall"], result["calls"]
-            limit = run_config.max_calls_in_flight or 2 * concurrency
+            limit = calls_in_flight(run_config)
             issue_ideal = calls * latency / concurrency
             path_ideal = max(count * 2 * latency / concurrency, calls * latency / limit)
             print(

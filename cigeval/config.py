@@ -11,6 +11,8 @@
 Every field that the command line exposes names its flag in ``json_schema_extra["flag"]``;
 ``cigeval.cli`` builds the flags, their help and their defaults from these fields, so no
 default is written twice.
+The models build their validators on first use (``defer_build``): ``--help`` reads their
+fields without paying for it.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class EvalConfig(BaseModel):
     explicit settings under the other method.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     method: Method = Field(
         DEFAULT_METHOD,
@@ -259,10 +261,22 @@ class EvalConfig(BaseModel):
         return self.model_dump(mode="json")
 
 
+def calls_in_flight(run_config: RunConfig) -> int:
+    """The limit of model calls in flight of a run: ``max_calls_in_flight``, or
+    :data:`CALLS_PER_SAMPLE` per sample in flight."""
+    return run_config.max_calls_in_flight or CALLS_PER_SAMPLE * run_config.concurrency
+
+
+#: Model calls one sample makes at once in the built-in tasks, at most: the three judge calls
+#: of a multi-concept sample (the planning call comes before them). The default limit of calls
+#: in flight is this many per sample in flight, so no sample waits for another's calls.
+CALLS_PER_SAMPLE = 3
+
+
 class RunConfig(BaseModel):
     """How a batch runs: concurrency, limits, caching. None of it changes an answer."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     concurrency: int = Field(
         8, ge=1, description="samples evaluated at once", json_schema_extra=_flag("--concurrency")
@@ -270,7 +284,7 @@ class RunConfig(BaseModel):
     max_calls_in_flight: int | None = Field(
         None,
         ge=1,
-        description="model calls in flight at once (default: 2 x concurrency)",
+        description="model calls in flight at once (default: 3 x concurrency)",
         json_schema_extra=_flag("--max-calls-in-flight"),
     )
     requests_per_minute: float | None = Field(
@@ -385,7 +399,7 @@ class EnsembleConfig(BaseModel):
     are combined before the task's aggregate (``sub_question``) or final scores (``final``).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     samples_per_model: int = Field(
         1,

@@ -13,16 +13,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from cigeval._image_bytes import jpeg_is_whole, png_is_plain
 from cigeval.errors import InputError
 
 #: Images above this many pixels are refused (decompression-bomb guard). 8192 x 8192.
@@ -101,14 +103,25 @@ def _decode(
     max_pixels: int,
     convert: Callable[[Image.Image], Image.Image],
 ) -> Image.Image:
-    """Decode the bytes of an image file (``source``: the file they were read from, if any)."""
+    """The image in the bytes of an image file (``source``: the file they were read from).
+
+    A whole RGB PNG or JPEG file without an EXIF rotation is returned undecoded: Pillow
+    decodes its pixels on first use (see :func:`_decode_on_first_use`). Any other image is
+    decoded, EXIF-transposed and converted now.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as opened:
-                _check_header(opened.size, role, sample_id, max_pixels, where)
+            opened = Image.open(io.BytesIO(data))
+            _check_header(opened.size, role, sample_id, max_pixels, where)
+            mime = _PASSTHROUGH_MIME.get(opened.format or "")
+            if mime is not None and opened.mode == "RGB" and _plain_file(data, opened):
+                _decode_on_first_use(opened, role, where, sample_id)
+                _keep_file_bytes(opened, data, mime, source)
+                return opened
+            with opened:
                 opened.load()
-                file_format, original_mode = opened.format, opened.mode
+                original_mode = opened.mode
                 rotated = opened.getexif().get(_EXIF_ORIENTATION, 1) != 1
                 loaded = ImageOps.exif_transpose(opened)
     except InputError:
@@ -116,13 +129,52 @@ def _decode(
     except Exception as exc:
         raise _refused(exc, role, where, sample_id) from None
     rgb = convert(loaded)
-    mime = _PASSTHROUGH_MIME.get(file_format or "")
     if mime is not None and original_mode == "RGB" and not rotated:
-        # The file already is what a model accepts: send its bytes instead of re-encoding.
-        # Tagged with the pixel store's identity: a copy (which would keep ``info``) does not
-        # match, so an edited copy is never sent as the original file.
-        rgb.info[RAW_BYTES_KEY] = (data, mime, id(rgb.im), source)
+        _keep_file_bytes(rgb, data, mime, source)
     return rgb
+
+
+def _plain_file(data: bytes, opened: Image.Image) -> bool:
+    """Whether the file is whole and holds no EXIF rotation, told without decoding pixels."""
+    if opened.format == "PNG":
+        return png_is_plain(data)
+    whole = jpeg_is_whole(data)  # a JPEG's EXIF block is read with its header
+    return whole and opened.getexif().get(_EXIF_ORIENTATION, 1) == 1
+
+
+def _decode_on_first_use(image: Image.Image, role: str, where: str, sample_id: str | None) -> None:
+    """Make ``image`` (opened, not yet decoded) decode its pixels once, on first use, safely
+    from several threads, and report a damaged file as the InputError :func:`load_image`
+    would have raised."""
+    decode = image.load
+    lock = threading.Lock()
+
+    def load() -> Any:
+        with lock:
+            try:
+                return decode()
+            except Exception as exc:
+                raise _refused(exc, role, where, sample_id) from None
+
+    image.load = load  # type: ignore[method-assign]
+
+
+def _keep_file_bytes(image: Image.Image, data: bytes, mime: str, source: str | None) -> None:
+    """Keep the file's bytes with ``image``, which already is what a model accepts, to send
+    them instead of re-encoding. A copy keeps ``info`` but not the owner token set on the
+    image itself, so an edited copy is never sent as the original file."""
+    owner = object()
+    image.info[RAW_BYTES_KEY] = (data, mime, owner, source)
+    setattr(image, _RAW_OWNER, owner)
+
+
+def raw_file_bytes(image: Image.Image) -> tuple[bytes, str, str | None] | None:
+    """The (bytes, mime, source file or None) kept with ``image`` by :func:`load_image` when
+    it can be sent unchanged, else None."""
+    raw = image.info.get(RAW_BYTES_KEY)
+    if raw is None or raw[2] is not getattr(image, _RAW_OWNER, None):
+        return None
+    return raw[0], raw[1], raw[3]
 
 
 def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Exception:
@@ -135,9 +187,10 @@ def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Ex
     return exc
 
 
-#: Key in ``Image.info`` holding (file bytes, mime, pixel store id, file path or None) of an
-#: image that can be sent unchanged.
+#: Key in ``Image.info`` holding (file bytes, mime, owner token, file path or None) of an
+#: image that can be sent unchanged (read it with :func:`raw_file_bytes`).
 RAW_BYTES_KEY = "cigeval_raw_bytes"
+_RAW_OWNER = "_cigeval_raw_owner"
 _PASSTHROUGH_MIME = {"PNG": "image/png", "JPEG": "image/jpeg"}
 _EXIF_ORIENTATION = 0x0112
 
@@ -241,6 +294,53 @@ def encode_pixels(image: Image.Image | np.ndarray, fmt: str, quality: int = 75) 
     return buffer.tobytes()
 
 
+@runtime_checkable
+class BytesCache(Protocol):
+    """Where :func:`encode_image` keeps encodings (:class:`cigeval.ResponseCache` is one)."""
+
+    def get_bytes(self, key: str) -> bytes | None:
+        """The bytes stored under ``key``, or None."""
+        ...
+
+    def set_bytes(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key``."""
+        ...
+
+
+def encode_image(
+    image: Image.Image,
+    fmt: str = "PNG",
+    *,
+    encoding: ImageEncoding = "original",
+    cache: object | None = None,
+) -> EncodedImage:
+    """:meth:`EncodedImage.from_pil`, remembered across runs for image files.
+
+    With ``encoding="jpeg75"`` every image is decoded and encoded again, the costliest part
+    of judging a sample whose answers are cached. When ``cache`` can hold bytes
+    (:class:`BytesCache`) and ``image`` was read from a file by :func:`load_image`, the
+    encoding is stored under the sha256 of the file's bytes and the encoder's version, and
+    found there the next time the same file is judged (any judge, any settings): the pixels
+    are then never decoded. The bytes are those the encoder would make again.
+    """
+    raw = raw_file_bytes(image) if encoding == "jpeg75" else None
+    if raw is None or not isinstance(cache, BytesCache):
+        return EncodedImage.from_pil(image, fmt, encoding=encoding)
+    key = f"image|{encoding}|opencv-{_opencv_version()}|{hashlib.sha256(raw[0]).hexdigest()}"
+    data = cache.get_bytes(key)
+    if data is None:
+        encoded = EncodedImage.from_pil(image, fmt, encoding=encoding)
+        cache.set_bytes(key, encoded.data)
+        return encoded
+    return EncodedImage(data, "image/jpeg", hashlib.sha256(data).hexdigest(), *image.size)
+
+
+def _opencv_version() -> str:
+    import cv2
+
+    return str(cv2.__version__)
+
+
 @dataclass(frozen=True)
 class EncodedImage:
     """An image encoded once, with its content hash for cache keys and traces.
@@ -272,9 +372,9 @@ class EncodedImage:
         if encoding == "jpeg75":
             data = encode_pixels(image, "JPEG", OFFICIAL_JPEG_QUALITY)
             return cls(data, "image/jpeg", hashlib.sha256(data).hexdigest(), *image.size)
-        raw = image.info.get(RAW_BYTES_KEY)
-        if raw is not None and raw[2] == id(image.im):
-            data, mime, _, source = raw
+        raw = raw_file_bytes(image)
+        if raw is not None:
+            data, mime, source = raw
             digest = hashlib.sha256(data).hexdigest()
             return cls(data, mime, digest, image.width, image.height, source)
         if fmt.upper() == "JPEG":
@@ -291,6 +391,13 @@ class EncodedImage:
         """The image as a ``data:`` URI, the form OpenAI-compatible servers accept (built
         once per encoded image)."""
         return self._data_uri
+
+    @cached_property
+    def data_uri_json(self) -> bytes:
+        """:meth:`data_uri` as a JSON string (quotes included), as bytes: what a request body
+        holds, built once per encoded image and shared by every request that shows it."""
+        encoded = base64.b64encode(self.data)
+        return b"".join((b'"data:', self.mime.encode("ascii"), b";base64,", encoded, b'"'))
 
     def to_pil(self) -> Image.Image:
         """Decode back to a PIL image."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from cigeval.images import EncodedImage
+if TYPE_CHECKING:  # only a type here: numpy and Pillow load with cigeval.images
+    from cigeval.images import EncodedImage
 
 Role = Literal["system", "user", "assistant"]
 

@@ -20,7 +20,6 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Generic, TypeVar
 
 from cigeval.errors import ConfigError
@@ -48,6 +47,8 @@ class _Entry(Generic[T]):
     name: str
     item: T | None = None
     lazy: Lazy | None = None
+    #: A built-in default: a plugin of the same name takes its place.
+    default: bool = False
 
 
 class Registry(Generic[T]):
@@ -80,6 +81,14 @@ class Registry(Generic[T]):
         """Add an entry loaded on first :meth:`get` (an import path or a factory)."""
         self._claim(name, replace)
         self._entries[normalize_name(name)] = _Entry(name, lazy=lazy)
+
+    def register_default(self, name: str, lazy: Lazy) -> None:
+        """Add a built-in entry, loaded on first :meth:`get`, unless ``name`` is registered
+        already; a plugin of the same name takes its place when the plugins are read. Reads
+        no plugin itself, so registering built-ins at import costs nothing."""
+        key = normalize_name(name)
+        if key not in self._entries:
+            self._entries[key] = _Entry(name, lazy=lazy, default=True)
 
     def unregister(self, name: str) -> None:
         """Remove ``name`` (no error when it is absent)."""
@@ -160,6 +169,9 @@ class Registry(Generic[T]):
             return
         self._plugins_loaded = True
         assert self.entry_point_group is not None
+        from importlib import metadata  # loaded when plugins are first read (~10 ms)
+
         for point in metadata.entry_points(group=self.entry_point_group):
-            if normalize_name(point.name) not in self._entries:
+            existing = self._entries.get(normalize_name(point.name))
+            if existing is None or existing.default:
                 self._entries[normalize_name(point.name)] = _Entry(point.name, lazy=point.value)

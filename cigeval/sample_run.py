@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 
 from cigeval.config import EvalConfig
-from cigeval.images import EncodedImage
+from cigeval.images import EncodedImage, encode_image
 from cigeval.sample import Sample, side_by_side_subjects
 from cigeval.session import JudgeSession
 from cigeval.tasks import TaskSpec, get_task
@@ -56,12 +56,16 @@ class SampleRun:
         return self.task.role_label(role)
 
     def encode(self, image: Image.Image) -> EncodedImage:
-        """The image encoded for the model, computed once per image object."""
+        """The image encoded for the model, computed once per image object (and, with a
+        cache, once per image file: see :func:`cigeval.images.encode_image`)."""
         key = id(image)
         cached = self._encoded.get(key)
         if cached is None:
-            cached = EncodedImage.from_pil(
-                image, self.config.image_format, encoding=self.config.image_encoding
+            cached = encode_image(
+                image,
+                self.config.image_format,
+                encoding=self.config.image_encoding,
+                cache=self.tool_cache,
             )
             self._encoded[key] = cached
             self.memo.setdefault("_keepalive", []).append(image)  # keep id() stable

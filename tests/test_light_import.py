@@ -115,3 +115,20 @@ def test_a_sub_commands_help_imports_only_that_sub_command() -> None:
     loaded = _loaded_by_command(["evaluate", "--help"])
     assert "cigeval.cli.evaluate" in loaded
     assert not {"pandas", "scipy", "langgraph", "cigeval.probes", "cigeval.report"} & set(loaded)
+
+
+def test_the_evaluate_flags_load_no_numpy_pil_tool_or_engine_code() -> None:
+    # Its flags come from the config models, whose modules keep images, tools and the Ray
+    # engine out of the way until a run needs them.
+    code = (
+        "import contextlib, io, sys\nfrom cigeval.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        main(['evaluate', '--help'])\n    except SystemExit:\n        pass\n"
+        "heavy = ('numpy', 'PIL', 'cigeval.images', 'cigeval.sample', 'cigeval.engines.ray_engine',"
+        " 'cigeval.tools.difference', 'cigeval.tools.grounding')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == ""

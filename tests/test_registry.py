@@ -131,3 +131,24 @@ def echo_backend(model: str, **_: Any) -> Any:
     from cigeval.backends import ScriptedBackend
 
     return ScriptedBackend(["ok"], name=model)
+
+
+def test_a_plugin_takes_the_place_of_a_default_registered_before_plugins_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    registry: Registry[str] = Registry("thing", entry_point_group="cigeval.things")
+    point = metadata.EntryPoint(name="grounding", value="plugin:thing", group="cigeval.things")
+    read: list[str] = []
+
+    def entry_points(**kwargs: Any) -> Any:
+        read.append(kwargs["group"])
+        return [point]
+
+    monkeypatch.setattr(metadata, "entry_points", entry_points)
+    registry.register_default("Grounding", "builtin:thing")
+    registry.register_default("Difference", "builtin:other")
+    assert read == []  # registering defaults reads no plugin
+    registry.register_default("Difference", "second:thing")  # a taken name stays as it is
+    assert registry.names() == ["grounding", "Difference"] and read == ["cigeval.things"]
+    assert registry._entries["grounding"].lazy == "plugin:thing"
+    assert registry._entries["difference"].lazy == "builtin:other"

@@ -27,6 +27,7 @@ from PIL import Image
 
 from cigeval.agent.judging import parse_judge_reply
 from cigeval.agent.plan import parse_plan
+from cigeval.config import RunConfig, calls_in_flight
 from cigeval.errors import ParseError
 from cigeval.parsing import extract_json, parse_judgement, parse_score
 from cigeval.results.jsonl import read_records
@@ -85,12 +86,14 @@ def count_sent_requests(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     The server does not see them all: a request sent on a connection it had just closed (a
     dropped one) fails in the client without reaching it, yet was an attempt."""
-    client_class = type(openai.AsyncOpenAI(api_key="k", max_retries=0)._client)
+    # The class of the SDK's HTTP client that sends (cigeval gives the SDK clients of it).
+    client_class = next(c for c in openai.DefaultAsyncHttpxClient.__mro__ if "send" in vars(c))
     original = client_class.send
     sent: list[int] = []
 
     async def counting_send(self: Any, request: Any, **kwargs: Any) -> Any:
-        sent.append(1)
+        if str(request.url).endswith("/chat/completions"):
+            sent.append(1)
         return await original(self, request, **kwargs)
 
     monkeypatch.setattr(client_class, "send", counting_send)
@@ -196,7 +199,7 @@ def test_kill_9_at_random_moments_then_resume(env: Path) -> None:
     path = write_jsonl(env / "samples.jsonl", samples)
     out = env / "results.jsonl"
     concurrency = 4
-    in_flight_limit = 2 * concurrency  # RunConfig default: 2 x concurrency
+    in_flight_limit = calls_in_flight(RunConfig(concurrency=concurrency))  # the default
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     rng = random.Random(7)
     kill_times: list[float] = []

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from cigeval.backends.limits import RateLimiter
 from cigeval.backends.registry import ACCEPTED_FORMS
-from cigeval.config import RunConfig
+from cigeval.config import RunConfig, calls_in_flight
 from cigeval.errors import ConfigError
 
 
@@ -61,7 +61,7 @@ def call_settings(run_config: RunConfig | None) -> dict[str, Any]:
         "timeout_s": config.timeout_s,
         "max_retries": config.max_retries,
         "backoff_base_s": config.retry_backoff_s,
-        "max_in_flight": config.max_calls_in_flight or 2 * config.concurrency,
+        "max_in_flight": calls_in_flight(config),
         "rate_limiter": limiter,
     }
 

@@ -41,6 +41,7 @@ class AzureOpenAIBackend(OpenAIBackend):
     provider = "azure"
     key_variable = "AZURE_OPENAI_API_KEY"
     batch_api = False
+    encoded_body = False  # the Azure client reads the body's model to route the request
 
     def __init__(
         self,

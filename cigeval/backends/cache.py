@@ -1,11 +1,11 @@
 """A disk cache of model answers (and of tool outputs), safe for concurrent writers.
 
-Layout: ``<directory>/<namespace>/<k[:2]>/<k[2:4]>/<k>.json``. Every entry is written to a
-temporary file in its final folder and moved into place with :func:`os.replace`, which is
-atomic on POSIX and Windows: a reader sees either no entry or a whole one, whether writers
-are threads, processes or killed half-way. An entry that does not parse is treated as a miss.
-A cache that cannot be read or written (a full disk, a folder without permission) is a miss
-too, with one warning: the run goes on without it.
+Entries live in one SQLite index, ``<directory>/cache.sqlite3``
+(:mod:`cigeval.backends.cache_store`): each write is atomic, so a reader sees either no entry
+or a whole one, whether writers are threads, processes or killed half-way. An entry that does
+not parse, or that names another key, is treated as a miss. Caches of the earlier layout (one
+JSON file per entry) are still read. A cache that cannot be read or written (a full disk, a
+folder without permission) is a miss too, with one warning: the run goes on without it.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from cigeval.backends.base import Backend, backend_endpoint
+from cigeval.backends.cache_store import CacheStore
 from cigeval.messages import (
     ModelRequest,
     ModelResponse,
@@ -109,15 +110,15 @@ class ResponseCache:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory).expanduser()
-        self._warned = False
+        self.store = CacheStore(self.directory)
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.directory)!r})"
 
     def path_for(self, namespace: str, key: str) -> Path:
-        """Where the entry ``key`` of ``namespace`` lives (existing or not)."""
-        name = key if _is_hex_digest(key) else hashlib.sha256(key.encode("utf-8")).hexdigest()
-        return self.directory / namespace / name[:2] / name[2:4] / f"{name}.json"
+        """Where the one-file-per-entry layout of earlier versions kept ``key`` of
+        ``namespace`` (read when the index lacks it)."""
+        return self.store.legacy_path(namespace, _entry_name(key))
 
     def lookup(self, key: str) -> ModelResponse | None:
         """The cached answer for ``key`` (marked ``cached=True``), or None."""
@@ -160,8 +161,8 @@ class ResponseCache:
     def delete(self, key: str) -> None:
         """Forget the answer stored under ``key`` (nothing happens when there is none)."""
         try:
-            self.path_for("responses", key).unlink(missing_ok=True)
-        except OSError as exc:
+            self.store.delete("responses", _entry_name(key))
+        except (OSError, sqlite3.Error) as exc:
             self._warn(f"could not delete a cache entry: {exc}")
 
     def get(self, key: str) -> Any | None:
@@ -174,11 +175,27 @@ class ResponseCache:
         write that fails on disk is logged, never raised)."""
         self._write("values", key, {"value": value})
 
+    def get_bytes(self, key: str) -> bytes | None:
+        """The bytes stored under ``key`` by :meth:`set_bytes`, or None."""
+        try:
+            return self.store.get("bytes", _entry_name(key))
+        except (OSError, sqlite3.Error):
+            return None
+
+    def set_bytes(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` (a write that fails is logged, never raised)."""
+        try:
+            self.store.put("bytes", _entry_name(key), data)
+        except (OSError, sqlite3.Error) as exc:
+            self._warn(f"could not write to the cache: {exc}")
+
     def _read(self, namespace: str, key: str) -> dict[str, Any] | None:
         try:
-            raw = self.path_for(namespace, key).read_bytes()
+            raw = self.store.get(namespace, _entry_name(key))
+            if raw is None:
+                return None
             entry = json.loads(raw)
-        except (OSError, ValueError, RecursionError):
+        except (OSError, sqlite3.Error, ValueError, RecursionError):
             return None
         valid = (
             isinstance(entry, dict)
@@ -193,31 +210,27 @@ class ResponseCache:
         # escapes keep any text (a lone surrogate included) exactly as it was.
         data = json.dumps(entry).encode("ascii")
         try:
-            path = self.path_for(namespace, key)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=path.parent)
-        except OSError as exc:
-            self._warn(f"could not write to the cache: {exc}")
-            return
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(data)
-            os.replace(temp, path)
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                Path(temp).unlink(missing_ok=True)
-            if not isinstance(exc, OSError):
-                raise
+            self.store.put(namespace, _entry_name(key), data)
+        except (OSError, sqlite3.Error) as exc:
             self._warn(f"could not write to the cache: {exc}")
 
     def _warn(self, message: str) -> None:
-        if not self._warned:
-            self._warned = True
+        # Once per folder and process: a run has a cache for answers and one for tools.
+        if self.directory not in _WARNED:
+            _WARNED.add(self.directory)
             logger.warning("%s (%s); going on without caching", message, self.directory)
 
 
-def _is_hex_digest(key: str) -> bool:
-    return len(key) == 64 and all(c in "0123456789abcdef" for c in key)
+#: Cache folders already warned about in this process.
+_WARNED: set[Path] = set()
+
+
+def _entry_name(key: str) -> str:
+    """The name an entry is stored under: the key itself when it is a sha256 hex digest (as
+    answer keys are), else the sha256 of the key."""
+    if len(key) == 64 and all(c in "0123456789abcdef" for c in key):
+        return key
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 class CachedBackend:

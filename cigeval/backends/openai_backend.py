@@ -9,20 +9,27 @@ message, a repr or a log line.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import itertools
+import json
 import logging
 import os
 import random
+import secrets
+import ssl
+import sys
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 import openai
+import orjson
 from openai.types.chat import ChatCompletion
 
 from cigeval.backends._spec import call_settings, endpoint_url, model_and_urls, public_url
@@ -41,6 +48,9 @@ from cigeval.messages import (
     normalize_finish_reason,
 )
 
+if TYPE_CHECKING:
+    from cigeval.images import EncodedImage
+
 logger = logging.getLogger("cigeval.backends.openai")
 
 #: Key sent to servers that need none (vLLM, Ollama, ...); the client insists on some key.
@@ -51,11 +61,11 @@ OPENAI_URL = "https://api.openai.com/v1"
 PREFLIGHT_TIMEOUT_S = 10.0
 #: The longest server-requested wait honoured before retrying, in seconds.
 MAX_RETRY_AFTER_S = 120.0
-#: Calls in flight per HTTP client. httpx's connection pool checks every connection it holds
-#: each time it hands one out (with a system call or two per connection), so one pool behind
-#: hundreds of concurrent calls spends more CPU there than on the calls themselves; several
-#: smaller pools per server keep that cost flat.
-CALLS_PER_CLIENT = 16
+#: Calls in flight per connection pool. httpx's pool probes every idle connection it holds
+#: (a socket check each) whenever it hands one out, so one pool behind hundreds of calls
+#: spends more CPU there than on the calls; pools of a few connections each keep that cost
+#: flat (benchmarks/README.md measures both).
+CALLS_PER_POOL = 16
 _RETRYABLE_STATUS = {408, 409, 429}
 
 
@@ -96,6 +106,10 @@ class OpenAIBackend:
     key_variable = "OPENAI_API_KEY"
     #: Whether ``--batch`` may send this backend's calls through the OpenAI Batch API.
     batch_api = True
+    #: Whether the SDK client gets the request body already encoded (orjson bytes). A
+    #: client that reads the body (Azure's picks the deployment's path from its model)
+    #: gets it as a dict instead.
+    encoded_body = True
 
     def __init__(
         self,
@@ -143,11 +157,11 @@ class OpenAIBackend:
         self._key = _Secret(key)
         self._in_flight = InFlightLimit(max_in_flight)
         self._turn = itertools.count()
-        self._shard_turn = itertools.count()
-        self._shards = -(-(max_in_flight or 4 * CALLS_PER_CLIENT) // CALLS_PER_CLIENT)
+        self._pool_turn = itertools.count()
+        self._pools = -(-(max_in_flight or 4 * CALLS_PER_POOL) // CALLS_PER_POOL)
         self._lock = threading.Lock()
-        # httpx connection pools belong to one event loop: one set of clients per loop.
-        # (Several clients per URL: see CALLS_PER_CLIENT.)
+        # httpx connection pools belong to one event loop: one set of SDK clients per loop,
+        # a few per server URL (see CALLS_PER_POOL), all sharing one TLS context.
         self._clients: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, list[list[openai.AsyncOpenAI]]
         ] = weakref.WeakKeyDictionary()
@@ -169,23 +183,34 @@ class OpenAIBackend:
         return f"OpenAIBackend(model={self.model!r}, base_urls={urls!r})"
 
     def _client(self, index: int) -> openai.AsyncOpenAI:
+        """An SDK client of server ``index`` in the running event loop, its pools taken in
+        turn (each made on first use)."""
         loop = asyncio.get_running_loop()
         with self._lock:
-            shard = next(self._shard_turn) % self._shards
+            turn = next(self._pool_turn) % self._pools
             clients = self._clients.get(loop)
             if clients is None:
                 clients = self._clients[loop] = [[] for _ in self.base_urls]
-            pool = clients[index]
-            if shard >= len(pool):
-                shard = len(pool)
-                pool.append(self._new_client(self.base_urls[index]))
-            return pool[shard]
+            pools = clients[index]
+            if turn >= len(pools):
+                turn = len(pools)
+                pools.append(self._new_client(self.base_urls[index]))
+            return pools[turn]
 
     def _new_client(self, url: str | None) -> openai.AsyncOpenAI:
         """An SDK client for one server (it never retries: :meth:`complete` does)."""
         return openai.AsyncOpenAI(
-            api_key=self._key.value, base_url=url, timeout=self.timeout_s, max_retries=0
+            api_key=self._key.value,
+            base_url=url,
+            timeout=self.timeout_s,
+            max_retries=0,
+            http_client=self._http_client(url),
         )
+
+    def _http_client(self, url: str | None) -> Any:
+        """The SDK's HTTP client (with the SDK's defaults) for one server, using the TLS
+        context this process shares (:func:`_tls_context`)."""
+        return openai.DefaultAsyncHttpxClient(timeout=self.timeout_s, verify=_tls_context(url))
 
     def sdk_client(self) -> openai.AsyncOpenAI:
         """An SDK client for the first server of the spec, bound to the running event loop
@@ -195,16 +220,21 @@ class OpenAIBackend:
     async def aclose(self) -> None:
         """Close the HTTP connections opened in the running event loop."""
         clients = self._clients.pop(asyncio.get_running_loop(), [])
-        for pool in clients:
-            for client in pool:
+        for pools in clients:
+            for client in pools:
                 await client.close()
 
-    def payload(self, request: ModelRequest) -> dict[str, Any]:
-        """The chat-completions request body for ``request`` (without the model's reply)."""
+    def payload(
+        self, request: ModelRequest, *, image_url: Callable[[EncodedImage], str] | None = None
+    ) -> dict[str, Any]:
+        """The chat-completions request body for ``request`` (without the model's reply).
+
+        ``image_url`` gives each image's URL (default: its data URI).
+        """
         settings = request.settings
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [to_openai_message(m) for m in request.messages],
+            "messages": [to_openai_message(m, image_url) for m in request.messages],
             "temperature": settings.temperature,
             self.max_tokens_param: settings.max_tokens,
         }
@@ -214,13 +244,43 @@ class OpenAIBackend:
             body["top_p"] = settings.top_p
         return body
 
+    def request_body(self, request: ModelRequest) -> bytes:
+        """:meth:`payload` as the JSON bytes sent: :meth:`request_chunks` joined."""
+        return b"".join(self.request_chunks(request))
+
+    def request_chunks(self, request: ModelRequest) -> list[bytes]:
+        """:meth:`payload` as JSON bytes (:func:`encode_json`), in pieces that are sent one
+        after another: the text between the images, and each image's data URI as a JSON
+        string, the same bytes object for every request that shows the image
+        (:attr:`~cigeval.images.EncodedImage.data_uri_json`, built once per encoded image).
+        No request copies its images into a body of its own."""
+        salt = secrets.token_hex(8)
+        images: list[tuple[bytes, EncodedImage]] = []
+
+        def placeholder(image: EncodedImage) -> str:
+            token = f"cigeval-image:{salt}:{len(images)}"
+            images.append((b'"' + token.encode("ascii") + b'"', image))
+            return token
+
+        body = encode_json(self.payload(request, image_url=placeholder))
+        chunks: list[bytes] = []
+        start = 0
+        for marker, image in images:  # in the order they appear in the body
+            at = body.index(marker, start)
+            chunks += [body[start:at], image.data_uri_json]
+            start = at + len(marker)
+        chunks.append(body[start:])
+        return chunks
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``, retrying transient failures; raise BackendError when they persist.
 
         The response's ``latency_s`` covers the whole call, retries and rate-limit waits included.
         """
         started = time.perf_counter()
-        body = self.payload(request)
+        body: list[bytes] | dict[str, Any] = (
+            self.request_chunks(request) if self.encoded_body else self.payload(request)
+        )
         estimate = 0
         if self.rate_limiter is not None and self.rate_limiter.tokens_per_minute:
             estimate = estimate_tokens(
@@ -243,18 +303,14 @@ class OpenAIBackend:
                 async with self._in_flight.slot():
                     if self.rate_limiter is not None:
                         await self.rate_limiter.acquire(estimate)
-                    # client.post rather than chat.completions.create: create() first walks
-                    # the whole body against the SDK's TypedDicts (~4 ms of CPU per call with
-                    # images), which made the client, not the server, the bottleneck.
+                    # client.post with the body encoded once, rather than
+                    # chat.completions.create: create() walks the whole body against the SDK's
+                    # TypedDicts, then encodes it with the standard json module, some 10 ms of
+                    # CPU per call with megabytes of images.
                     # The SDK client never retries (max_retries=0): each pass of this loop is
                     # exactly one HTTP request, counted for the sample's usage.
                     note_http_attempt()
-                    completion = await self._client(index).post(
-                        "/chat/completions",
-                        body=body,
-                        cast_to=ChatCompletion,
-                        options={"timeout": self.timeout_s, "security": {"bearer_auth": True}},
-                    )
+                    completion = await _post_chat(self._client(index), body, self.timeout_s)
                 text, model, usage, finish_reason = _read_completion(completion, self.model)
             except openai.APIStatusError as exc:
                 status = exc.status_code
@@ -398,8 +454,76 @@ class OpenAIBackend:
         return text.replace(key, "***") if key != PLACEHOLDER_KEY else text
 
 
-def to_openai_message(message: Message) -> dict[str, Any]:
-    """One cigeval message as an OpenAI chat message (images as base64 data URIs)."""
+def encode_json(payload: dict[str, Any]) -> bytes:
+    """A request body as compact UTF-8 JSON, as the SDK writes it, encoded with orjson.
+
+    Text orjson refuses (a lone surrogate) falls back to the standard json module with ASCII
+    escapes, which keep it exactly.
+    """
+    try:
+        return orjson.dumps(payload)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+async def _post_chat(
+    client: openai.AsyncOpenAI, body: list[bytes] | dict[str, Any], timeout: float
+) -> Any:
+    """POST a chat-completions body with the SDK client (its errors, its types): a dict, or
+    the chunks of an encoded body (:meth:`OpenAIBackend.request_chunks`), sent one after
+    another under their total Content-Length."""
+    options: Any = {"timeout": timeout, "security": {"bearer_auth": True}}
+    if isinstance(body, dict):
+        return await client.post(
+            "/chat/completions", body=body, cast_to=ChatCompletion, options=options
+        )
+    if not _sdk_takes_content():  # an older SDK sends a bytes body as it is
+        return await client.post(
+            "/chat/completions", body=b"".join(body), cast_to=ChatCompletion, options=options
+        )
+    options["headers"] = {"Content-Length": str(sum(len(chunk) for chunk in body))}
+    return await client.post(
+        "/chat/completions", content=_each(body), cast_to=ChatCompletion, options=options
+    )
+
+
+async def _each(chunks: list[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+@functools.lru_cache(maxsize=1)
+def _sdk_takes_content() -> bool:
+    """Whether the SDK's ``post`` takes a body already encoded as ``content``."""
+    return "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
+
+
+def _tls_context(url: str | None) -> ssl.SSLContext | bool:
+    """The TLS context the SDK clients of this process share (see :func:`_shared_tls`)."""
+    return _shared_tls(url is not None and urlsplit(url).scheme == "http")
+
+
+@functools.lru_cache(maxsize=2)
+def _shared_tls(plain_http: bool) -> ssl.SSLContext | bool:
+    """For plain-HTTP servers a context with no certificate at all (HTTP never uses it, and
+    a redirect to https fails verification instead of trusting anything); otherwise the
+    context the SDK's HTTP library makes by default (system certificates,
+    ``SSL_CERT_FILE``), made once per process instead of once per client. True when the
+    library cannot make one (each client then makes its own).
+    """
+    if plain_http:
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    # The HTTP library of the SDK's clients: httpx, or httpx2 in recent SDKs.
+    library = sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]]
+    make = getattr(library, "create_ssl_context", None)
+    return make() if make is not None else True
+
+
+def to_openai_message(
+    message: Message, image_url: Callable[[EncodedImage], str] | None = None
+) -> dict[str, Any]:
+    """One cigeval message as an OpenAI chat message (images as base64 data URIs, or as
+    ``image_url`` says)."""
     if message.role == "assistant":
         if message.images():
             raise BackendError("assistant messages cannot carry images in the OpenAI chat API")
@@ -410,7 +534,8 @@ def to_openai_message(message: Message) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, ImagePart):
-            content.append({"type": "image_url", "image_url": {"url": part.image.data_uri()}})
+            url = image_url(part.image) if image_url is not None else part.image.data_uri()
+            content.append({"type": "image_url", "image_url": {"url": url}})
         else:
             content.append({"type": "text", "text": part.text})
     return {"role": message.role, "content": content}

@@ -1,10 +1,28 @@
 """Engines: where a run's samples are judged. ``local`` is the Evaluator in this process;
 ``ray`` spreads the samples over a Ray cluster (:func:`evaluate_dataset`, ``--engine ray``).
 
-Nothing here imports Ray until a Ray function runs (``pip install 'cigeval[ray]'``).
+Nothing here imports Ray until a Ray function runs (``pip install 'cigeval[ray]'``), and the
+Ray engine's module loads on first use of its names, so the engine settings stay light.
 """
 
-from cigeval.engines.ray_engine import evaluate_dataset, ray_session, record_of
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from cigeval.engines.settings import EngineConfig
 
+if TYPE_CHECKING:
+    from cigeval.engines.ray_engine import evaluate_dataset, ray_session, record_of
+
+#: Names of the Ray engine's module, loaded on first access.
+_LAZY = ("evaluate_dataset", "ray_session", "record_of")
+
 __all__ = ["EngineConfig", "evaluate_dataset", "ray_session", "record_of"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'cigeval.engines' has no attribute {name!r}")
+    from cigeval.engines import ray_engine
+
+    return getattr(ray_engine, name)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class EngineConfig(BaseModel):
     """The engine of a run and, for ``ray``, how the samples are spread over the cluster."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     engine: Literal["local", "ray"] = Field(
         "local",

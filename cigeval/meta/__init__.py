@@ -8,36 +8,83 @@ return a :class:`MetaResult` with ``.tasks``, ``.average``, ``.per_model``, ``.c
 (:func:`export_trajectories`) support fine-tuning work. See docs/meta-evaluation.md.
 """
 
-from cigeval.meta.autometrics import load_autometrics
-from cigeval.meta.average import (
-    AVERAGINGS,
-    Rounding,
-    average_correlations,
-    average_tasks,
-    paper_rounding,
-)
-from cigeval.meta.cells import BadCell
-from cigeval.meta.combine import combine_scores
-from cigeval.meta.evaluate import coverage_table, human_baseline, meta_evaluate
-from cigeval.meta.frames import split_runs
-from cigeval.meta.human import (
-    DIMENSIONS,
-    EXCLUDED_BY_DEFAULT,
-    benchmark_samples,
-    load_human_ratings,
-    load_rater_ratings,
-)
-from cigeval.meta.result import MetaResult, rows_table, rows_to_dict
-from cigeval.meta.scores import (
-    load_cigeval_results,
-    load_scores,
-    load_viescore_tsv,
-    records_to_frame,
-)
-from cigeval.meta.selection import Selection, selection_of
-from cigeval.meta.split import Split, load_split, make_split, samples_of_records, save_split
-from cigeval.meta.stats import METHODS, bootstrap_ci, correlation
-from cigeval.meta.trajectories import ExportReport, MissingImage, export_trajectories
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cigeval.meta.autometrics import load_autometrics
+    from cigeval.meta.average import (
+        AVERAGINGS,
+        Rounding,
+        average_correlations,
+        average_tasks,
+        paper_rounding,
+    )
+    from cigeval.meta.cells import BadCell
+    from cigeval.meta.combine import combine_scores
+    from cigeval.meta.evaluate import coverage_table, human_baseline, meta_evaluate
+    from cigeval.meta.frames import split_runs
+    from cigeval.meta.human import (
+        DIMENSIONS,
+        EXCLUDED_BY_DEFAULT,
+        benchmark_samples,
+        load_human_ratings,
+        load_rater_ratings,
+    )
+    from cigeval.meta.result import MetaResult, rows_table, rows_to_dict
+    from cigeval.meta.scores import (
+        load_cigeval_results,
+        load_scores,
+        load_viescore_tsv,
+        records_to_frame,
+    )
+    from cigeval.meta.selection import Selection, selection_of
+    from cigeval.meta.split import Split, load_split, make_split, samples_of_records, save_split
+    from cigeval.meta.stats import METHODS, bootstrap_ci, correlation
+    from cigeval.meta.trajectories import ExportReport, MissingImage, export_trajectories
+
+#: Public names, each loaded from its module on first access (so importing one module of
+#: the package, e.g. :mod:`cigeval.meta.stats`, loads no other).
+_LAZY = {
+    "average_correlations": "average",
+    "average_tasks": "average",
+    "AVERAGINGS": "average",
+    "BadCell": "cells",
+    "benchmark_samples": "human",
+    "bootstrap_ci": "stats",
+    "combine_scores": "combine",
+    "correlation": "stats",
+    "coverage_table": "evaluate",
+    "DIMENSIONS": "human",
+    "EXCLUDED_BY_DEFAULT": "human",
+    "export_trajectories": "trajectories",
+    "ExportReport": "trajectories",
+    "human_baseline": "evaluate",
+    "load_autometrics": "autometrics",
+    "load_cigeval_results": "scores",
+    "load_human_ratings": "human",
+    "load_rater_ratings": "human",
+    "load_scores": "scores",
+    "load_split": "split",
+    "load_viescore_tsv": "scores",
+    "make_split": "split",
+    "meta_evaluate": "evaluate",
+    "MetaResult": "result",
+    "METHODS": "stats",
+    "MissingImage": "trajectories",
+    "paper_rounding": "average",
+    "records_to_frame": "scores",
+    "Rounding": "average",
+    "rows_table": "result",
+    "rows_to_dict": "result",
+    "samples_of_records": "split",
+    "save_split": "split",
+    "Selection": "selection",
+    "selection_of": "selection",
+    "Split": "split",
+    "split_runs": "frames",
+}
 
 __all__ = [
     "AVERAGINGS",
@@ -78,3 +125,12 @@ __all__ = [
     "selection_of",
     "split_runs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cigeval.meta' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"cigeval.meta.{module}"), name)

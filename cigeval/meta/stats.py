@@ -1,4 +1,9 @@
-"""Correlation statistics (Spearman, Pearson, Kendall) and paired bootstrap resampling."""
+"""Correlation statistics (Spearman, Pearson, Kendall) and paired bootstrap resampling.
+
+:func:`correlation` uses scipy (loaded on first use); the resampling helpers and
+:func:`rowwise_correlation` for Spearman and Pearson need numpy only, so a report
+(:mod:`cigeval.report.stats`) never loads scipy.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ import math
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 Method = Literal["spearman", "pearson", "kendall"]
 METHODS: tuple[str, ...] = ("spearman", "pearson", "kendall")
@@ -40,6 +44,8 @@ def correlation(
         raise ValueError(f"x and y differ in length: {x.shape} vs {y.shape}")
     if undefined_reason(x, y, min_samples) is not None:
         return math.nan
+    from scipy import stats
+
     if method == "spearman":
         return float(stats.spearmanr(x, y).statistic)
     if method == "pearson":
@@ -67,7 +73,7 @@ def rowwise_correlation(x: np.ndarray, y: np.ndarray, method: Method = "spearman
     x = np.atleast_2d(np.asarray(x, dtype=float))
     y = np.atleast_2d(np.asarray(y, dtype=float))
     if method == "spearman":
-        return _rowwise_pearson(stats.rankdata(x, axis=1), stats.rankdata(y, axis=1))
+        return _rowwise_pearson(average_ranks(x), average_ranks(y))
     if method == "pearson":
         return _rowwise_pearson(x, y)
     if method == "kendall":
@@ -75,6 +81,28 @@ def rowwise_correlation(x: np.ndarray, y: np.ndarray, method: Method = "spearman
             [correlation(a, b, "kendall", min_samples=2) for a, b in zip(x, y, strict=True)]
         )
     raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """The 1-based ranks of each row of a 2-D array, ties given the mean of their ranks (what
+    ``scipy.stats.rankdata(values, axis=1)`` returns), with numpy alone."""
+    values = np.asarray(values, dtype=float)
+    order = np.argsort(values, axis=1, kind="stable")
+    ranked = np.take_along_axis(values, order, axis=1)
+    rows, width = ranked.shape
+    # Runs of equal values: each starts where the value changes along the sorted row.
+    starts = np.ones((rows, width), dtype=bool)
+    starts[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    run = np.cumsum(starts, axis=1) - 1  # index of each position's run within its row
+    offsets = (np.arange(rows) * width)[:, None]
+    run_ids = (run + offsets).ravel()
+    positions = np.tile(np.arange(1, width + 1, dtype=float), rows)
+    totals = np.bincount(run_ids, weights=positions, minlength=rows * width)
+    counts = np.bincount(run_ids, minlength=rows * width)
+    mean_rank = (totals[run_ids] / counts[run_ids]).reshape(rows, width)
+    ranks = np.empty_like(mean_rank)
+    np.put_along_axis(ranks, order, mean_rank, axis=1)
+    return ranks
 
 
 def bootstrap_indices(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:

@@ -46,6 +46,7 @@ from cigeval.errors import InputError
 from cigeval.image_store import ImageStore
 from cigeval.messages import UNFINISHED_REASONS
 from cigeval.meta.frames import record_uid, task_id
+from cigeval.meta.record_ratings import record_human_score
 from cigeval.meta.selection import Samples, Selection, selection_of
 from cigeval.results.jsonl import last_record_per_id
 from cigeval.trace import ModelCallEvent, Trace
@@ -107,21 +108,6 @@ def record_score(record: Mapping[str, Any], dimension: str = "SC") -> float | No
     if value is None and dimension == "SC":
         value = record.get("score")
     return None if value is None else float(value)
-
-
-def record_human_score(record: Mapping[str, Any], dimension: str = "SC") -> float | None:
-    """The record's own human rating for ``dimension`` on [0, 1], or None when it has none.
-
-    ``human`` may be a number (used for every dimension) or a dict by dimension. A value that
-    is not a number on [0, 1] is an :class:`InputError`.
-    """
-    human = record.get("human")
-    value = human.get(dimension) if isinstance(human, dict) else human
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise InputError(f"human rating {value!r} is not a number on [0, 1]")
-    return float(value)
 
 
 # --- conversations -----------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,14 +54,27 @@ def render_string(source: str, **variables: Any) -> str:
     return _environment().from_string(source).render(**variables).strip()
 
 
+#: How long a computed templates hash is trusted before the files are looked at again
+#: (listed and stat-ed), in seconds: a run asks for it several times per sample.
+SIGNATURE_TTL_S = 1.0
+_recent: dict[str | None, tuple[float, str]] = {}
+
+
 def templates_sha256(prompt_dir: str | os.PathLike[str] | None = None) -> str:
     """sha256 (hex) of the templates a run renders: the built-in ones, with the files of the
     same name in ``prompt_dir`` taking their place, plus any other template there.
 
     Recorded with every result and part of every cache key, so an answer to other prompts is
-    never reused and a record says which prompts produced it. Files are hashed again only
-    when their size or modification time changes.
+    never reused and a record says which prompts produced it. The folders are listed again
+    at most once every :data:`SIGNATURE_TTL_S` seconds (an edited template counts for the
+    samples that start after that), and files are hashed again only when their size or
+    modification time changes.
     """
+    key = None if prompt_dir is None else str(prompt_dir)
+    now = time.monotonic()
+    recent = _recent.get(key)
+    if recent is not None and now - recent[0] < SIGNATURE_TTL_S:
+        return recent[1]
     files = {p.name: p for p in BUILTIN_FOLDER.glob(f"*{TEMPLATE_SUFFIX}")}
     if prompt_dir is not None:
         folder = Path(prompt_dir).expanduser()
@@ -73,7 +87,9 @@ def templates_sha256(prompt_dir: str | os.PathLike[str] | None = None) -> str:
         except OSError:
             continue
         signature.append((name, str(files[name]), stat.st_size, stat.st_mtime_ns))
-    return _hash_files(tuple(signature))
+    digest = _hash_files(tuple(signature))
+    _recent[key] = (now, digest)
+    return digest
 
 
 @lru_cache(maxsize=64)

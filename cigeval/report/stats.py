@@ -1,7 +1,8 @@
 """The numbers of a report: leaderboard cells with bootstrap intervals, the correlation with
 human ratings, and the agreement between judges.
 
-Correlations reuse :mod:`cigeval.meta.stats`; numpy and scipy are imported on use.
+Bootstrap intervals and correlations are computed with numpy alone (the resampling helpers
+of :mod:`cigeval.meta.stats`), imported on use: a report never loads scipy.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from cigeval.comparisons.inputs import is_preference_record
 from cigeval.report.data import NO_GENERATOR, Run, generator_of, score_of
@@ -163,7 +164,7 @@ def human_rating(record: dict[str, Any]) -> float | None:
     """The record's own human rating on [0, 1] (the overall ``O`` of a dict by dimension),
     or None when it has none or it is not such a number."""
     from cigeval.errors import InputError
-    from cigeval.meta.trajectories import record_human_score
+    from cigeval.meta.record_ratings import record_human_score
 
     human = record.get("human")
     dimension = "O" if isinstance(human, dict) and "O" in human else "SC"
@@ -180,7 +181,7 @@ def human_agreement(
     bootstrap interval of the Spearman; empty when no record has a rating."""
     import numpy as np
 
-    from cigeval.meta.stats import bootstrap_ci, correlation, undefined_reason
+    from cigeval.meta.stats import undefined_reason
 
     pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for record in run.records:
@@ -194,7 +195,7 @@ def human_agreement(
         note = undefined_reason(humans, judged)
         rho = correlation(humans, judged, "spearman")
         r = correlation(humans, judged, "pearson")
-        low, high = bootstrap_ci(humans, judged, "spearman", n_boot, level, seed)
+        low, high = spearman_interval(humans, judged, n_boot, level, seed)
         out.append(
             HumanAgreement(
                 task, len(judged), _finite(rho), _finite(r), _finite(low), _finite(high),
@@ -220,8 +221,6 @@ def judge_agreement(first: Run, second: Run) -> JudgeAgreement:
     """Spearman, Pearson and mean absolute difference of two runs, matched by sample id."""
     import numpy as np
 
-    from cigeval.meta.stats import correlation
-
     theirs = {sid: score_of(r) for sid, r in second.by_id().items()}
     pairs = []
     for sid, record in first.by_id().items():
@@ -240,3 +239,31 @@ def judge_agreement(first: Run, second: Run) -> JudgeAgreement:
         _finite(correlation(x, y, "pearson")),
         float(np.mean(np.abs(x - y))),
     )
+
+
+def correlation(x: Any, y: Any, method: Literal["spearman", "pearson"]) -> float:
+    """Spearman or Pearson of paired values, NaN when undefined (fewer than three pairs, a
+    constant side), computed with numpy (:func:`cigeval.meta.stats.correlation` is the scipy
+    one the meta-evaluation uses)."""
+    import numpy as np
+
+    from cigeval.meta.stats import rowwise_correlation, undefined_reason
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if undefined_reason(x, y) is not None:
+        return math.nan
+    return float(rowwise_correlation(x[None, :], y[None, :], method)[0])
+
+
+def spearman_interval(x: Any, y: Any, n_boot: int, level: float, seed: int) -> tuple[float, float]:
+    """Percentile bootstrap interval of the Spearman of paired values (pairs resampled
+    together; the draws of :func:`cigeval.meta.stats.bootstrap_ci`), with numpy alone."""
+    import numpy as np
+
+    from cigeval.meta.stats import bootstrap_indices, percentile_interval, rowwise_correlation
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if math.isnan(correlation(x, y, "spearman")) or n_boot <= 0:
+        return math.nan, math.nan
+    idx = bootstrap_indices(len(x), n_boot, np.random.default_rng(seed))
+    return percentile_interval(rowwise_correlation(x[idx], y[idx], "spearman"), level)

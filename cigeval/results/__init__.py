@@ -1,7 +1,8 @@
 """What a run leaves behind: the results JSONL, its DataFrame, HTML and summary.
 
-One reader and one writer for results files (:mod:`cigeval.results.jsonl`): resumable,
-fsynced line by line, with one policy for lines that cannot be read; one run per results file
+One reader and one writer for results files (:mod:`cigeval.results.jsonl`): resumable, each
+record written as its sample ends and fsynced in batches (:mod:`cigeval.results.syncing`),
+with one policy for lines that cannot be read; one run per results file
 (:mod:`cigeval.results.lock`).
 """
 

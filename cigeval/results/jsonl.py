@@ -8,6 +8,13 @@ lines are moved, byte for byte, to ``<results>.rejected`` (nothing is lost silen
 file keeps only whole records.
 
 Every line written is valid UTF-8: text holding lone surrogates is made safe first.
+
+Durability: each record is handed to the operating system as one write when its sample ends,
+so a killed process (kill -9, a crash) loses no finished record. It reaches the disk at the
+next fsync, made off the writing thread at most :data:`~cigeval.results.syncing.SYNC_INTERVAL_S`
+(1 s) after it or once :data:`~cigeval.results.syncing.SYNC_RECORDS` (64) records wait, and at
+close: a power cut or an OS crash can lose the records of that last second (at most 64), whose
+samples are judged again by the next run.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from cigeval.results.fingerprint import (
     settings_of_record,
 )
 from cigeval.results.lock import ResultsLock
+from cigeval.results.syncing import SYNC_INTERVAL_S, SYNC_RECORDS, BatchedSync
 from cigeval.score import Score
 
 
@@ -141,7 +149,9 @@ def repair_tail(path: Path) -> int:
 
 
 class ResultsWriter:
-    """Appends records as samples finish; each line is flushed and fsynced at once.
+    """Appends records as samples finish: each line written to the file at once, fsynced in
+    batches from a thread of its own (at most ``sync_interval_s`` later, or once
+    ``sync_records`` records wait; see the module docstring for what that guarantees).
 
     With ``resume`` the existing file is kept and repaired: lines that cannot be read (a torn
     last line, a bad byte, a line that is not a record) are moved to :func:`rejected_path`
@@ -170,6 +180,8 @@ class ResultsWriter:
         lock: bool = True,
         settings: Mapping[str, Any] | None = None,
         allow_mixed_settings: bool = False,
+        sync_interval_s: float = SYNC_INTERVAL_S,
+        sync_records: int = SYNC_RECORDS,
     ) -> None:
         self.path = Path(path)
         self.include_trace = include_trace
@@ -194,6 +206,7 @@ class ResultsWriter:
             self._handle: IO[bytes] = self.path.open("ab", buffering=0)
             if self._lock is not None:
                 self._lock.hold_file()  # the file may be new or replaced by the resume
+            self._sync = BatchedSync(self._handle.fileno(), sync_interval_s, sync_records)
         except BaseException:
             if self._lock is not None:
                 self._lock.release()
@@ -308,8 +321,8 @@ class ResultsWriter:
         self.finished.add(safe_text(score.id))
 
     def _append(self, data: bytes) -> None:
-        """Write ``data`` whole and fsync it; on failure cut the file back to where it ended
-        and raise ResultsWriteError (the file keeps only complete records)."""
+        """Write ``data`` whole (its fsync follows in a batch); on failure cut the file back to
+        where it ended and raise ResultsWriteError (the file keeps only complete records)."""
         fd = self._handle.fileno()
         end = os.fstat(fd).st_size
         view = memoryview(data)
@@ -317,7 +330,6 @@ class ResultsWriter:
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
         except OSError as exc:
             # Should the cut fail too, the reader skips a torn last line and a resume moves
             # it aside.
@@ -328,14 +340,33 @@ class ResultsWriter:
                 f"cannot write to {self.path}: {reason}; it ends with its last complete "
                 "record, so rerunning the same command resumes once that is fixed"
             ) from None
+        try:
+            self._sync.wrote()
+        except OSError as exc:
+            raise self._sync_failed(exc) from None
+
+    def _sync_failed(self, exc: OSError) -> ResultsWriteError:
+        reason = exc.strerror or str(exc)
+        return ResultsWriteError(
+            f"cannot flush {self.path} to disk: {reason}; its records are complete but may "
+            "not survive a power cut, and rerunning the same command resumes from them"
+        )
 
     def close(self) -> None:
-        """Close the file and release its lock."""
+        """fsync what is left, close the file and release its lock (a failed fsync is then
+        raised as ResultsWriteError)."""
+        failure: ResultsWriteError | None = None
         try:
+            try:
+                self._sync.close()
+            except OSError as exc:
+                failure = self._sync_failed(exc)
             self._handle.close()
         finally:
             if self._lock is not None:
                 self._lock.release()
+        if failure is not None:
+            raise failure
 
     def __enter__(self) -> ResultsWriter:
         return self

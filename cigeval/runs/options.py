@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class RunOptions(BaseModel):
     """The options of one run over a results file (``cigeval evaluate``, ``Evaluator.run``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     overwrite: bool = Field(
         False,

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
-from PIL import Image
+if TYPE_CHECKING:  # types only: the tool settings the command line reads stay light
+    from PIL import Image
 
-from cigeval.images import EncodedImage
-from cigeval.messages import Message
-from cigeval.sample import Sample
-from cigeval.tasks.spec import SubQuestion
-
-if TYPE_CHECKING:
     from cigeval.config import EvalConfig
+    from cigeval.images import EncodedImage
+    from cigeval.messages import Message
+    from cigeval.sample import Sample
+    from cigeval.tasks.spec import SubQuestion
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ class ToolCache(Protocol):
 
 
 #: Signature of the model-call function tools get: (purpose, messages) -> reply text.
-CallModel = Callable[[str, list[Message]], Awaitable[str]]
+CallModel: TypeAlias = "Callable[[str, list[Message]], Awaitable[str]]"
 
 
 @dataclass

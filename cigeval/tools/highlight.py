@@ -8,13 +8,15 @@ floor ``v // 4`` of each 8-bit channel value, computed as a two-bit shift.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import numpy as np
-from PIL import Image
-
-from cigeval.images import to_rgb
 from cigeval.tools.base import Box
 from cigeval.tools.boxes import box_to_pixel_slice
+
+if TYPE_CHECKING:  # numpy and Pillow load on first use: `cigeval.tools` is imported by the
+    # settings the command line is built from
+    import numpy as np
+    from PIL import Image
 
 #: Pixels outside every highlighted box keep ``1 / DIM_FACTOR`` of their value.
 DIM_FACTOR = 4
@@ -29,6 +31,8 @@ NEARLY_WHOLE_IMAGE = 0.9
 
 def highlight_mask(width: int, height: int, boxes: Iterable[Box]) -> np.ndarray:
     """A boolean ``(height, width)`` array, True inside any of ``boxes`` (clipped)."""
+    import numpy as np
+
     inside = np.zeros((height, width), dtype=bool)
     for box in boxes:
         span = box_to_pixel_slice(box, width, height)
@@ -46,6 +50,11 @@ def highlight(image: Image.Image, boxes: Iterable[Box]) -> Image.Image:
     then treat the result as "nothing highlighted" and not tell the judge to focus on it.
     The result is RGB (other modes are converted first, as everywhere in cigeval).
     """
+    import numpy as np
+    from PIL import Image
+
+    from cigeval.images import to_rgb
+
     rgb = to_rgb(image)
     spans = pixel_spans(rgb.width, rgb.height, boxes)
     if not spans:

@@ -65,8 +65,7 @@ def register_builtin_tools() -> None:
     user's replacement) is left as it is.
     """
     for name, path in BUILTIN_TOOLS.items():
-        if name not in TOOLS:
-            TOOLS.register_lazy(name, path)
+        TOOLS.register_default(name, path)
 
 
 def get_tool(name: str) -> Tool:

@@ -64,7 +64,7 @@ def _validate_with_preset(
 class GroundingConfig(BaseModel):
     """GroundingDINO settings (transformers' zero-shot object detection)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     preset: Preset = Field(
         "cigeval",
@@ -120,7 +120,7 @@ class GroundingConfig(BaseModel):
 class DifferenceConfig(BaseModel):
     """Pixel-difference settings."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     preset: Preset = Field(
         "cigeval",

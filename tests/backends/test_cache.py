@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -116,34 +117,92 @@ async def test_errors_are_not_cached(tmp_path: Path) -> None:
     assert (await backend.complete(image_request())).text == "second try"
 
 
-def test_entry_layout_and_corrupt_entries_are_misses(tmp_path: Path) -> None:
+def stored(cache: ResponseCache, namespace: str, key: str) -> bytes:
+    """The raw value of an entry, read from the index with SQLite itself."""
+    with sqlite3.connect(cache.store.index_path) as db:
+        (value,) = db.execute(
+            "SELECT value FROM entries WHERE namespace = ? AND key = ?", (namespace, key)
+        ).fetchone()
+    return bytes(value)
+
+
+def overwrite(cache: ResponseCache, namespace: str, key: str, value: bytes) -> None:
+    with sqlite3.connect(cache.store.index_path) as db:
+        db.execute(
+            "UPDATE entries SET value = ? WHERE namespace = ? AND key = ?", (value, namespace, key)
+        )
+
+
+def test_entries_live_in_one_index_and_corrupt_entries_are_misses(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
     key = cache_key("x", image_request())
     cache.save(key, ModelResponse("answer", "m"))
-    path = cache.path_for("responses", key)
-    assert path == tmp_path / "responses" / key[:2] / key[2:4] / f"{key}.json"
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".sqlite3"] == ["cache.sqlite3"]
+    assert not (tmp_path / "responses").exists()  # no file per answer
     assert cache.lookup(key) is not None
 
-    whole = path.read_bytes()
+    whole = stored(cache, "responses", key)
     for broken in (whole[: len(whole) // 2], b"", b"\x00\xff garbage", b"[1, 2]"):
-        path.write_bytes(broken)
+        overwrite(cache, "responses", key, broken)
         assert cache.lookup(key) is None
     entry = json.loads(whole)
     entry["key"] = "0" * 64  # an entry that claims another key is not trusted
-    path.write_text(json.dumps(entry))
+    overwrite(cache, "responses", key, json.dumps(entry).encode())
     assert cache.lookup(key) is None
 
 
-def test_leftover_temp_files_are_ignored(tmp_path: Path) -> None:
+def write_legacy_entry(cache: ResponseCache, namespace: str, key: str, entry: dict) -> Path:
+    """An entry as cigeval wrote it before the index: one JSON file per entry."""
+    path = cache.path_for(namespace, key)
+    assert path == cache.directory / namespace / key[:2] / key[2:4] / f"{key}.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"format": 2, "key": key, "written": 1.0, **entry}))
+    return path
+
+
+async def test_a_cache_of_the_file_per_entry_layout_is_still_read(tmp_path: Path) -> None:
+    inner = ScriptedBackend(["fresh answer", "asked again"])
+    request = image_request()
+    key = CachedBackend(inner, ResponseCache("c")).key(request)
+    old = ResponseCache(tmp_path)
+    answer = {"text": "old answer", "model": "m", "usage": {"prompt_tokens": 3}}
+    path = write_legacy_entry(old, "responses", key, {**answer, "finish_reason": "stop"})
+    other = cache_key("x", image_request("another question"))
+    write_legacy_entry(old, "responses", other, {**answer, "key": "0" * 64})  # mislabelled
+
+    backend = CachedBackend(inner, ResponseCache(tmp_path))
+    hit = await backend.complete(request)
+    assert (hit.text, hit.cached, hit.finish_reason, hit.usage.prompt_tokens) == (
+        "old answer",
+        True,
+        "stop",
+        3,
+    )
+    assert inner.requests == []
+    assert ResponseCache(tmp_path).lookup(other) is None  # still checked as before
+    backend.forget(request)  # an unusable old answer is removed from the old layout too
+    assert not path.exists()
+    assert (await backend.complete(request)).text == "fresh answer"
+    assert (await backend.complete(request)).text == "fresh answer"  # now from the index
+
+
+def test_leftover_temp_files_of_the_old_layout_are_ignored(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
     key = cache_key("x", image_request())
     folder = cache.path_for("responses", key).parent
     folder.mkdir(parents=True)
-    # What a writer killed before os.replace leaves behind.
+    # What a writer of the file-per-entry layout killed before os.replace left behind.
     (folder / ".tmp-abc.part").write_text('{"format": 1, "key": "')
-    assert cache.lookup(key) is None
+    assert ResponseCache(tmp_path).lookup(key) is None
     cache.save(key, ModelResponse("ok", "m"))
     assert cache.lookup(key) is not None
+
+
+def test_bytes_live_in_their_own_namespace(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    cache.set_bytes("jpeg75|abc", b"\xff\xd8 image bytes")
+    assert ResponseCache(tmp_path).get_bytes("jpeg75|abc") == b"\xff\xd8 image bytes"
+    assert cache.get_bytes("jpeg75|abd") is None and cache.get("jpeg75|abc") is None
 
 
 def test_json_values_live_in_their_own_namespace(tmp_path: Path) -> None:
@@ -191,8 +250,6 @@ def test_concurrent_thread_writers_never_expose_a_partial_entry(tmp_path: Path) 
     reader.join()
     assert cache.get("shared") in values
     assert all(v is None or v in values for v in seen)
-    leftovers = [p.name for p in tmp_path.rglob(".tmp-*")]
-    assert leftovers == []
 
 
 def _write_many(directory: str, name: str) -> None:
@@ -271,9 +328,9 @@ async def test_waiters_resolve_when_the_answer_cannot_be_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def full_disk(*args: object, **kwargs: object) -> None:
-        raise OSError(28, "No space left on device")
+        raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr("cigeval.backends.cache.os.replace", full_disk)
+    monkeypatch.setattr("cigeval.backends.cache_store.CacheStore.put", full_disk)
 
     async def slow(request: ModelRequest) -> str:
         await asyncio.sleep(0.02)
@@ -285,7 +342,7 @@ async def test_waiters_resolve_when_the_answer_cannot_be_stored(
         asyncio.gather(*(backend.complete(request) for _ in range(4))), timeout=5
     )
     assert [r.text for r in replies] == ["answer"] * 4
-    assert not any(tmp_path.rglob("*.part")), "no temporary file is left behind"
+    assert ResponseCache(tmp_path).lookup(backend.key(request)) is None  # nothing stored
 
 
 async def test_a_cancelled_call_lets_its_waiters_ask_themselves(tmp_path: Path) -> None:
@@ -315,8 +372,8 @@ async def test_lone_surrogates_round_trip_through_the_cache(tmp_path: Path) -> N
     assert (await backend.complete(request)).text == "half \ud800 pair"
     hit = await backend.complete(request)
     assert hit.cached and hit.text == "half \ud800 pair"
-    for file in tmp_path.rglob("*.json"):
-        file.read_bytes().decode("ascii")  # escaped, never raw surrogates
+    key = backend.key(request)
+    stored(ResponseCache(tmp_path), "responses", key).decode("ascii")  # escaped, never raw
 
 
 async def test_forget_and_bypass(tmp_path: Path) -> None:

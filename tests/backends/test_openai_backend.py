@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 
@@ -256,3 +257,43 @@ async def test_a_servers_own_spelling_of_the_finish_reason_is_normalised() -> No
         replies = [await backend.complete(image_request()) for _ in range(2)]
         await backend.aclose()
     assert [r.finish_reason for r in replies] == ["length", "stop"]
+
+
+def test_the_body_is_the_json_the_sdk_would_send_with_images_shared() -> None:
+    red, blue = make_image((255, 0, 0)), make_image((0, 0, 255), (5, 9))
+    settings = GenerationSettings(temperature=0.3, max_tokens=77, seed=123, top_p=0.9)
+    request = image_request("Compare \u00e9 these \u2713.", (red, blue, red), settings=settings)
+    backend = fast_backend("http://127.0.0.1:9/v1")
+    # the standard json module with the SDK's own settings: what the SDK sent before
+    expected = json.dumps(
+        backend.payload(request), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    ).encode()
+    assert backend.request_body(request) == expected
+    chunks = backend.request_chunks(request)
+    shared = [chunk for chunk in chunks if chunk.startswith(b'"data:')]
+    assert [c is i.data_uri_json for c, i in zip(shared, (red, blue, red), strict=True)] == [
+        True
+    ] * 3
+    # another request showing the image reuses the same bytes, copying nothing
+    other = backend.request_chunks(image_request("Again.", (blue,)))
+    assert any(chunk is blue.data_uri_json for chunk in other)
+
+
+def test_a_lone_surrogate_is_sent_escaped() -> None:
+    backend = fast_backend("http://127.0.0.1:9/v1")
+    request = image_request("half \ud800 pair")
+    body = backend.request_body(request)  # the standard json module would fail to encode it
+    assert json.loads(body)["messages"][1]["content"] == "half \ud800 pair"
+
+
+async def test_the_body_goes_out_with_its_length_not_chunked(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    red = make_image((255, 0, 0), (40, 30))
+    request = image_request("Judge.", (red,))
+    backend = fast_backend(openai_server.base_url)
+    await backend.complete(request)
+    [sent] = openai_server.requests
+    assert sent.header("Content-Length") == str(len(backend.request_body(request)))
+    assert sent.header("Transfer-Encoding") is None
+    assert sent.image_urls() == [red.data_uri()]

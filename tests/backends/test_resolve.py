@@ -73,7 +73,7 @@ def test_run_config_limits_reach_the_openai_backend(monkeypatch: pytest.MonkeyPa
     backend = resolve_backend("openai:gpt-4o", run_config=config)
     assert isinstance(backend, OpenAIBackend)
     assert (backend.timeout_s, backend.max_retries) == (7, 2)
-    assert backend._in_flight.limit == 6  # default: twice the sample concurrency
+    assert backend._in_flight.limit == 9  # default: three calls per sample in flight
     assert backend.rate_limiter is not None
     assert backend.rate_limiter.requests_per_minute == 100
     assert backend.rate_limiter.tokens_per_minute == 5000

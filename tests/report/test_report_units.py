@@ -182,3 +182,81 @@ def test_report_html_of_scores_and_of_a_dataframe():
     from_frame = cigeval.report_html(frame, n_boot=20)
     assert "GenA" in from_frame and "Was it edited?" not in from_frame
     assert "edit_success" in from_frame and "0.600" in from_frame
+
+
+def test_report_statistics_equal_scipys_without_loading_it():
+    import numpy as np
+
+    from cigeval.meta.stats import bootstrap_ci
+    from cigeval.meta.stats import correlation as scipy_correlation
+    from cigeval.report.stats import correlation, spearman_interval
+
+    rng = np.random.default_rng(3)
+    judged = rng.integers(0, 11, 60) / 10  # ties, as 0-10 scores have
+    humans = np.clip(judged + rng.normal(0, 0.2, 60), 0, 1).round(1)
+    for method in ("spearman", "pearson"):
+        assert correlation(humans, judged, method) == pytest.approx(
+            scipy_correlation(humans, judged, method), abs=1e-12
+        )
+    assert spearman_interval(humans, judged, 500, 0.9, 7) == pytest.approx(
+        bootstrap_ci(humans, judged, "spearman", 500, 0.9, 7), abs=1e-12
+    )
+    assert math.isnan(correlation([0.5, 0.5, 0.5], [0.1, 0.2, 0.3], "spearman"))
+
+
+def test_building_a_report_loads_neither_scipy_nor_pandas(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "r.jsonl"
+    records = [record(f"s{i}", "AB"[i % 2], i / 20, human=i / 20) for i in range(20)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    code = (
+        "import sys\nfrom cigeval.cli import main\n"
+        f"assert main(['report', {str(path)!r}, '--out', {str(tmp_path / 'r.html')!r}]) == 0\n"
+        "print('scipy' in sys.modules, 'pandas' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.split() == ["False", "False"], done.stderr
+
+
+def test_thumbnails_from_worker_processes_equal_the_threads_ones(tmp_path, monkeypatch):
+    import cigeval.report.images as images
+
+    files = {}
+    for n in range(6):
+        path = tmp_path / f"i{n}.png"
+        Image.effect_noise((80, 60), 40 + n).convert("RGB").save(path)
+        files[f"{n:064x}"] = str(path)
+    (tmp_path / "bad.png").write_bytes(b"not an image")
+    files["f" * 64] = str(tmp_path / "bad.png")
+    files["e" * 64] = str(tmp_path / "gone.png")
+
+    def catalog():
+        made = images.ImageCatalog(side=32)
+        for sha in files:
+            made.request(sha, sample_id=sha[:4], role="output", files=files, base_dir=None)
+        return made
+
+    monkeypatch.setattr(images.os, "cpu_count", lambda: 2)
+    threads = catalog()
+    threads.resolve()
+    monkeypatch.setattr(images, "PROCESSES_FROM", 2)
+    ran: list[bool] = []
+    in_processes = images.ImageCatalog._in_processes
+
+    def watched(self, batch):
+        ran.append(in_processes(self, batch))
+        return ran[-1]
+
+    monkeypatch.setattr(images.ImageCatalog, "_in_processes", watched)
+    processes = catalog()
+    processes.resolve()
+    assert ran == [True]  # the worker processes made them
+    assert len(processes.thumbnails) == 6
+    assert processes.thumbnails == threads.thumbnails
+    assert [(m.sha256, m.reason.split(" (")[0]) for m in processes.missing] == [
+        ("e" * 64, f"file not found: {tmp_path / 'gone.png'}"),
+        ("f" * 64, "cannot be read"),
+    ]
+    assert [str(m) for m in processes.missing] == [str(m) for m in threads.missing]

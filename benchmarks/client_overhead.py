@@ -1,0 +1,661 @@
+"""cigeval against the simplest client a user could write: the same calls, the same images.
+
+    python benchmarks/client_overhead.py [--runs 3] [--concurrency 1 16 64 128]
+        [--latency 0.25 1.0] [--size 512] [--all]
+
+The other client is ``openai.AsyncOpenAI`` plus an ``asyncio.Semaphore`` of C samples: for
+each sample it sends exactly the requests cigeval sends (captured first from cigeval itself:
+the planning call, then the judge calls at once), with each image read from its file and
+base64-encoded when a message is built (the OpenAI documentation's ``encode_image``), or,
+when cigeval's default sends every image as JPEG at quality 75 as the official CIGEval code
+does, opened with Pillow and encoded that way, per call, as that code does. It appends one
+line per sample to a JSONL file. cigeval runs ``Evaluator.run`` (the ``cigeval evaluate``
+path: resume, one record per sample, the writer), with no response cache.
+
+Every sample has its own photo-like images (a gradient under noise, which PNG compresses
+about as badly as a photograph), so no cache by content can help either client. The judge is
+``benchmarks/fake_server.py --light`` in its own process: it answers cigeval's prompts with
+the rule judge after cutting the image data out of the body, so it does almost no work.
+
+Each (client, C, latency) is one fresh process; within each of ``--runs`` rounds the two
+clients alternate (the order flips every round). Per run it measures records/s, the
+process's CPU seconds (user + system, all threads) per HTTP request the server received,
+and the peak resident memory above the process's memory before the run, divided by C
+("memory per sample in flight"). The table gives min / median / max over the rounds and the
+ratio cigeval / minimal of each round's pair. ``--all`` adds the other rows of issue 22's
+target table: a fully cached re-run against the first run (CPU), the tools' timings
+(``benchmarks/tools_speed.py`` when present), the command-line start-up, the report build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+MODEL = "bench-model"
+TASK_ROUNDS = 7
+
+
+# --- measuring a process ---------------------------------------------------------------------
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def reset_peak_memory() -> int:
+    """Reset the kernel's peak-RSS mark of this process; return the current RSS in KiB."""
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
+    return _status_kib("VmRSS")
+
+
+def peak_memory_kib() -> int:
+    """The most resident memory this process held since :func:`reset_peak_memory`."""
+    return _status_kib("VmHWM")
+
+
+# --- the sample set --------------------------------------------------------------------------
+
+
+def write_sample_set(folder: Path, count: int, size: int, first: int = 0) -> Path:
+    """``count`` samples of the seven tasks, each with images and wording of its own (sets
+    made with different ``first`` share none); the samples file."""
+    import numpy as np
+    from PIL import Image, ImageDraw
+
+    from tests.samples_factory import seven_task_samples
+
+    images = folder / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    ramp = np.linspace(0, 200, size, dtype=np.float32)
+    base = ramp[None, :, None] + ramp[:, None, None] * 0.2
+    noise = [rng.normal(0, 12, (size, size, 3)).astype(np.float32) for _ in range(4)]
+    made = [first * 4]
+
+    def picture(name: str, index: int) -> str:
+        shift = (index * 37) % size
+        tint = np.array([index % 40, (index * 7) % 40, (index * 13) % 40], dtype=np.float32)
+        pixels = base + np.roll(noise[index % 4], shift, axis=1) + tint
+        Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(
+            images / name, compress_level=1
+        )
+        made[0] += 1
+        return f"images/{name}"
+
+    def mask(name: str, index: int) -> str:
+        image = Image.new("RGB", (size, size), "black")
+        corner = size // 8 + index % (size // 4)
+        ImageDraw.Draw(image).rectangle(
+            (corner, corner, corner + size // 3, corner + size // 4), fill="white"
+        )
+        image.save(images / name)
+        return f"images/{name}"
+
+    templates = seven_task_samples(folder / "small")
+    with (folder / "samples.jsonl").open("w") as handle:
+        for n in range(count):
+            sample = json.loads(json.dumps(templates[n % len(templates)]))
+            sample["id"] = f"{folder.name}-{sample['id']}-{n}"
+            for field in ("prompt", "instruction"):
+                if field in sample:
+                    sample[field] = f"{sample[field]} #{first + n}"
+            found = sample["images"]
+            for role, value in list(found.items()):
+                if role == "subjects":
+                    found[role] = [
+                        picture(f"{n}-subject{i}.png", made[0]) for i in range(len(value))
+                    ]
+                elif role == "mask":
+                    found[role] = mask(f"{n}-mask.png", first + n)
+                else:
+                    found[role] = picture(f"{n}-{role}.png", made[0])
+            handle.write(json.dumps(sample) + "\n")
+    return folder / "samples.jsonl"
+
+
+def image_files_by_role(sample: dict[str, Any]) -> dict[str, str]:
+    """The file of each image role as cigeval names them (``subjects`` -> ``subject_1``...)."""
+    roles: dict[str, str] = {}
+    for role, value in sample["images"].items():
+        if role == "subjects":
+            roles.update({f"subject_{i}": v for i, v in enumerate(value, start=1)})
+        else:
+            roles[role] = value
+    return roles
+
+
+def encoding_settings(encoding: str | None) -> dict[str, Any]:
+    """The EvalConfig override choosing how images reach the judge (none for cigeval's
+    default, or for a checkout that predates the setting, which sends original files)."""
+    from cigeval.config import EvalConfig
+
+    if encoding is None or "image_encoding" not in EvalConfig.model_fields:
+        return {}
+    return {"image_encoding": encoding}
+
+
+def capture_calls(samples_path: Path, encoding: str | None = None) -> dict[str, Any]:
+    """The requests cigeval makes for each sample, in the order they depend on each other:
+    ``{"encoding": ..., "samples": {id: {"settings": {...}, "stages": [[messages, ...]]}}}``.
+    A message is ``{"role": ..., "parts": [["text", str] | ["image", role], ...]}``."""
+    from cigeval.config import RunConfig
+    from cigeval.evaluation import Evaluator
+    from cigeval.messages import ImagePart, ModelRequest, ModelResponse
+    from cigeval.sample import iter_samples_file
+    from cigeval.testing import rule_judge
+
+    reply = rule_judge()
+    seen: list[ModelRequest] = []
+
+    class Recorder:
+        identity = "bench:recorder"
+
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            seen.append(request)
+            return ModelResponse(reply(request), MODEL)
+
+    evaluator = Evaluator(
+        Recorder(),
+        run_config=RunConfig(use_cache=False, preflight=False),
+        **encoding_settings(encoding),
+    )
+    captured: dict[str, Any] = {}
+
+    async def capture() -> None:
+        for line in iter_samples_file(samples_path):
+            seen.clear()
+            score = await evaluator.evaluate_async(line)
+            assert score.status == "ok", score.error
+            calls = []
+            for request in seen:
+                messages = []
+                for message in request.messages:
+                    parts = [
+                        ["image", part.label]
+                        if isinstance(part, ImagePart)
+                        else ["text", part.text]
+                        for part in message.parts
+                    ]
+                    messages.append({"role": message.role, "parts": parts})
+                calls.append(messages)
+            settings = {
+                "temperature": seen[0].settings.temperature,
+                "max_tokens": seen[0].settings.max_tokens,
+            }
+            if seen[0].settings.seed is not None:
+                settings["seed"] = seen[0].settings.seed
+            # The plan comes first; every judge call waits for it and none for another.
+            captured[score.id] = {"settings": settings, "stages": [calls[:1], calls[1:]]}
+
+    asyncio.run(capture())
+    used = getattr(evaluator.config, "image_encoding", "original")
+    return {"encoding": used, "samples": captured}
+
+
+# --- the two clients -------------------------------------------------------------------------
+
+
+def minimal_client(
+    url: str, plan: dict[str, Any], samples_path: Path, count: int, concurrency: int, out: Path
+) -> None:
+    """What a user would write: AsyncOpenAI, a semaphore, each image encoded per message."""
+    import openai
+
+    lines = [json.loads(line) for line in samples_path.read_text().splitlines()[:count]]
+    folder = samples_path.parent
+    jpeg75 = plan["encoding"] == "jpeg75"
+
+    def encode_image(path: Path) -> str:
+        if jpeg75:  # as the official CIGEval code prepares each image for each request
+            from PIL import Image, ImageOps
+
+            with Image.open(path) as opened:
+                image = ImageOps.exif_transpose(opened).convert("RGB")
+            buffer = io.BytesIO()
+            image.save(buffer, format="JPEG")
+            return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode()
+        with open(path, "rb") as handle:
+            return "data:image/png;base64," + base64.b64encode(handle.read()).decode("utf-8")
+
+    async def run() -> None:
+        client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY")
+        semaphore = asyncio.Semaphore(concurrency)
+        with out.open("a") as results:
+
+            async def ask(
+                messages: list[dict[str, Any]], files: dict[str, str], settings: dict[str, Any]
+            ) -> str:
+                built = []
+                for message in messages:
+                    content: list[dict[str, Any]] = []
+                    for kind, value in message["parts"]:
+                        if kind == "text":
+                            content.append({"type": "text", "text": value})
+                        else:
+                            uri = encode_image(folder / files[value])
+                            content.append({"type": "image_url", "image_url": {"url": uri}})
+                    built.append({"role": message["role"], "content": content})
+                response = await client.chat.completions.create(
+                    model=MODEL, messages=built, **settings
+                )
+                return response.choices[0].message.content or ""
+
+            async def judge(sample: dict[str, Any]) -> None:
+                calls = plan["samples"][sample["id"]]
+                files = image_files_by_role(sample)
+                async with semaphore:
+                    replies = []
+                    for stage in calls["stages"]:
+                        replies += await asyncio.gather(
+                            *(ask(m, files, calls["settings"]) for m in stage)
+                        )
+                    results.write(json.dumps({"id": sample["id"], "replies": replies}) + "\n")
+                    results.flush()
+
+            await asyncio.gather(*(judge(sample) for sample in lines))
+        await client.close()
+
+    asyncio.run(run())
+
+
+def cigeval_client(
+    url: str,
+    samples_path: Path,
+    count: int,
+    concurrency: int,
+    out: Path,
+    cache_dir: Path | None = None,
+    encoding: str | None = None,
+) -> None:
+    """``Evaluator.run``: what ``cigeval evaluate`` does, into a results file."""
+    from cigeval.config import RunConfig
+    from cigeval.evaluation import Evaluator
+
+    run_config = RunConfig(
+        concurrency=concurrency,
+        use_cache=cache_dir is not None,
+        cache_dir=cache_dir,
+        preflight=False,
+        retry_backoff_s=0.05,
+    )
+    evaluator = Evaluator(
+        f"openai:{MODEL}@{url}", run_config=run_config, **encoding_settings(encoding)
+    )
+    result = evaluator.run(samples_path, out=out, limit=count, quiet=True)
+    assert result.summary.statuses["ok"] == count, result.render()
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One measured run in this (fresh) process; prints its figures as one JSON line."""
+    samples_path = Path(args.samples)
+    warm = Path(args.warm)
+    folder = Path(tempfile.mkdtemp(prefix="cigeval-client-"))
+    plan = json.loads(Path(args.plan).read_text()) if args.plan else {}
+    cache = folder / "cache" if args.client == "cigeval-cached" else None
+
+    def one(path: Path, count: int, out: Path) -> None:
+        if args.client == "minimal":
+            minimal_client(args.url, plan, path, count, args.concurrency, out)
+        else:
+            cigeval_client(args.url, path, count, args.concurrency, out, cache, plan["encoding"])
+
+    one(warm, len(warm.read_text().splitlines()), folder / "warm.jsonl")  # imports, first calls
+    figures: dict[str, float] = {}
+    rounds = ("first", "cached") if cache is not None else ("run",)
+    for name in rounds:
+        before = server_requests(args.url)
+        baseline = reset_peak_memory()
+        started, cpu = time.perf_counter(), time.process_time()
+        one(samples_path, args.count, folder / f"{name}.jsonl")
+        figures[f"{name}_wall_s"] = time.perf_counter() - started
+        figures[f"{name}_cpu_s"] = time.process_time() - cpu
+        figures[f"{name}_peak_mib"] = (peak_memory_kib() - baseline) / 1024
+        figures[f"{name}_requests"] = server_requests(args.url) - before
+    shutil.rmtree(folder, ignore_errors=True)
+    print(json.dumps(figures), flush=True)
+
+
+def server_requests(url: str) -> int:
+    """Requests the benchmark server has answered so far."""
+    import urllib.request
+
+    with urllib.request.urlopen(url.removesuffix("/v1") + "/stats") as response:
+        return int(json.loads(response.read())["requests"])
+
+
+# --- the comparison --------------------------------------------------------------------------
+
+
+def run_worker(
+    client: str, url: str, paths: dict[str, Any], count: int, concurrency: int
+) -> dict[str, float]:
+    """One measured run of ``client`` in a fresh process."""
+    kind, checkout = client, paths["checkouts"].get(client, ROOT)
+    if client != "minimal":
+        kind = "cigeval-cached" if client == "cigeval-cached" else "cigeval"
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        kind,
+        "--url",
+        url,
+        "--checkout",
+        str(checkout),
+        "--samples",
+        str(paths["samples"]),
+        "--warm",
+        str(paths["warm"]),
+        "--plan",
+        str(paths["plan"]),
+        "--count",
+        str(count),
+        "--concurrency",
+        str(concurrency),
+    ]
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{client} worker failed:\n{done.stderr[-3000:]}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def spread(values: list[float], digits: int = 2) -> str:
+    """min / median / max of ``values``."""
+    if not values:
+        return "-"
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{low:.{digits}f} / {mid:.{digits}f} / {high:.{digits}f}"
+
+
+def samples_for(concurrency: int) -> int:
+    """Samples per run: two waves of C (at least 8)."""
+    return max(8, 2 * concurrency)
+
+
+def compare(args: argparse.Namespace, paths: dict[str, Any]) -> dict[str, Any]:
+    """The paired runs; prints the table and returns each cigeval's ratios by (latency, C)."""
+    from fake_server import ServerProcess
+
+    clients = ["minimal", "cigeval", *(["before"] if args.compare else [])]
+    rows: dict[tuple[float, int], dict[str, list[dict[str, float]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for latency in args.latency:
+        with ServerProcess(latency, light=True) as server:
+            for round_number in range(args.runs):
+                for concurrency in args.concurrency:
+                    turn = round_number % len(clients)
+                    for client in clients[turn:] + clients[:turn]:
+                        count = samples_for(concurrency)
+                        figures = run_worker(client, server.url, paths, count, concurrency)
+                        rows[(latency, concurrency)][client].append(figures)
+                        print(
+                            f"  latency {latency:g} s, C={concurrency:>3}, round "
+                            f"{round_number + 1}: {client:8} {_brief(figures)}",
+                            flush=True,
+                        )
+    print()
+    print(
+        f"{args.size}x{args.size} photo-like PNG images, each sample's its own; cigeval's "
+        f"image encoding: {paths['encoding']}; {args.runs} alternated rounds; "
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPU cores"
+    )
+    if args.compare:
+        print(f"before: cigeval of {args.compare}")
+    print(
+        "records/s (share of the ideal C / (2 x latency)), client CPU ms per HTTP request, "
+        "peak memory MiB per sample in flight: min / median / max over the rounds"
+    )
+    print(
+        f"{'lat s':>5} {'C':>4} {'client':8} {'records/s':>20} {'ideal':>6} "
+        f"{'CPU ms/request':>22} {'MiB/sample in flight':>24}"
+    )
+    ratios: dict[str, dict[str, dict[tuple[float, int], list[float]]]] = {
+        client: defaultdict(dict) for client in clients[1:]
+    }
+    for (latency, concurrency), measured in sorted(rows.items()):
+        ideal = concurrency / (2 * latency)
+        for client in clients:
+            runs = measured[client]
+            rates = [samples_for(concurrency) / r["run_wall_s"] for r in runs]
+            cpu = [r["run_cpu_s"] / r["run_requests"] * 1000 for r in runs]
+            memory = [r["run_peak_mib"] / concurrency for r in runs]
+            print(
+                f"{latency:>5g} {concurrency:>4} {client:8} {spread(rates, 1):>20} "
+                f"{statistics.median(rates) / ideal:>6.0%} {spread(cpu):>22} "
+                f"{spread(memory):>24}"
+            )
+        for client in clients[1:]:
+            pairs = list(zip(measured[client], measured["minimal"], strict=True))
+            key = (latency, concurrency)
+            ratios[client]["throughput"][key] = [
+                m["run_wall_s"] / c["run_wall_s"] for c, m in pairs
+            ]
+            ratios[client]["cpu"][key] = [
+                (c["run_cpu_s"] / c["run_requests"]) / (m["run_cpu_s"] / m["run_requests"])
+                for c, m in pairs
+            ]
+            ratios[client]["memory"][key] = [
+                max(c["run_peak_mib"], 0.1) / max(m["run_peak_mib"], 0.1) for c, m in pairs
+            ]
+    for client in clients[1:]:
+        print()
+        print(f"{client} / minimal, each round's pair: min / median / max")
+        print(
+            f"{'lat s':>5} {'C':>4} {'throughput':>20} {'CPU per request':>20} {'peak memory':>20}"
+        )
+        found = ratios[client]
+        for key in sorted(found["cpu"]):
+            latency, concurrency = key
+            print(
+                f"{latency:>5g} {concurrency:>4} {spread(found['throughput'][key]):>20} "
+                f"{spread(found['cpu'][key]):>20} {spread(found['memory'][key]):>20}"
+            )
+    return ratios
+
+
+def _brief(figures: dict[str, float]) -> str:
+    return (
+        f"{figures['run_wall_s']:6.2f} s wall, {figures['run_cpu_s']:6.2f} s CPU, "
+        f"{int(figures['run_requests']):>4} requests, peak +{figures['run_peak_mib']:.0f} MiB"
+    )
+
+
+def cached_rerun(args: argparse.Namespace, paths: dict[str, Any]) -> list[float]:
+    """CPU of a fully cached re-run over CPU of the first run (same process, C=16)."""
+    from fake_server import ServerProcess
+
+    ratios = []
+    with ServerProcess(0.25, light=True) as server:
+        for _ in range(args.runs):
+            figures = run_worker("cigeval-cached", server.url, paths, 64, 16)
+            ratios.append(figures["cached_cpu_s"] / figures["first_cpu_s"])
+            print(
+                f"  cached re-run: first {figures['first_cpu_s']:.2f} s CPU "
+                f"({int(figures['first_requests'])} requests), re-run "
+                f"{figures['cached_cpu_s']:.2f} s CPU ({int(figures['cached_requests'])} "
+                "requests)",
+                flush=True,
+            )
+    return ratios
+
+
+def other_rows(args: argparse.Namespace) -> list[str]:
+    """The other rows of the target table, as the benchmarks that measure them print them."""
+    lines = []
+    tools = HERE / "tools_speed.py"
+    if tools.exists():
+        done = subprocess.run(
+            [sys.executable, str(tools)], capture_output=True, text=True, check=False
+        )
+        lines += ["=== python benchmarks/tools_speed.py", *done.stdout.splitlines()]
+    command = [
+        sys.executable,
+        str(args.checkout / "benchmarks" / "cli_startup.py"),
+        "--repeats",
+        "5",
+    ]
+    if args.compare:
+        command += ["--compare", str(args.compare)]
+    startup = subprocess.run(
+        command, capture_output=True, text=True, check=False, cwd=args.checkout
+    )
+    lines += [
+        "=== " + " ".join(["python benchmarks/cli_startup.py", *command[2:]]),
+        *startup.stdout.splitlines(),
+    ]
+    if args.report_samples:
+        report = subprocess.run(
+            [sys.executable, str(HERE / "report.py"), "--samples", str(args.report_samples)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        lines += [
+            f"=== python benchmarks/report.py --samples {args.report_samples}",
+            *report.stdout.splitlines(),
+        ]
+    return lines
+
+
+def print_targets(args: argparse.Namespace, ratios: dict[str, Any], cached: list[float]) -> None:
+    """The rows of issue 22's target table measured as ratios in this run."""
+    for client, found in ratios.items():
+        print()
+        print(
+            f"issue 22 target table, {'this checkout' if client == 'cigeval' else client} "
+            "(ratios measured in this run; medians of the round pairs)"
+        )
+        cpu = {k: statistics.median(v) for k, v in found["cpu"].items()}
+        speed = {k: statistics.median(v) for k, v in found["throughput"].items()}
+        memory = {k: statistics.median(v) for k, v in found["memory"].items() if k[1] >= 16}
+        print("| figure | measured | target |")
+        print("|---|---|---|")
+        print(
+            f"| client CPU per call, {args.size}², vs the minimal client | "
+            f"{statistics.median(cpu.values()):.2f}× (every C and latency: "
+            f"{min(cpu.values()):.2f}–{max(cpu.values()):.2f}×) | ≤ 0.8× |"
+        )
+        print(
+            f"| throughput vs the minimal client, every C | {min(speed.values()):.2f}–"
+            f"{max(speed.values()):.2f}× | ≥ 1.0× |"
+        )
+        if memory:
+            print(
+                f"| peak memory per sample in flight vs the minimal client (C ≥ 16) | "
+                f"{min(memory.values()):.2f}–{max(memory.values()):.2f}× | ≤ 1.0× |"
+            )
+        if cached and client == "cigeval":
+            print(
+                f"| fully cached re-run, CPU vs first run | {statistics.median(cached):.2f}× "
+                f"({min(cached):.2f}–{max(cached):.2f}×) | ≤ 0.25× |"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="alternated rounds (>= 3)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128])
+    parser.add_argument("--latency", type=float, nargs="+", default=[0.25, 1.0])
+    parser.add_argument("--size", type=int, default=512, help="side of the images")
+    parser.add_argument(
+        "--image-encoding",
+        choices=["jpeg75", "original"],
+        default=None,
+        help="how both clients send images (default: cigeval's default); a --checkout or "
+        "--compare older than the setting always sends original files",
+    )
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        default=ROOT,
+        help="the cigeval checkout measured (default: this one)",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        help="another checkout, measured alternately as 'before'",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="add the other rows: cached re-run, tools, CLI start-up"
+    )
+    parser.add_argument(
+        "--report-samples",
+        type=int,
+        default=0,
+        help="with --all: also build a report of this many samples (10000)",
+    )
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--samples", help=argparse.SUPPRESS)
+    parser.add_argument("--warm", help=argparse.SUPPRESS)
+    parser.add_argument("--plan", help=argparse.SUPPRESS)
+    parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    sys.path.insert(0, str(args.checkout.resolve()))
+    if args.worker:
+        args.client = args.worker
+        args.concurrency = args.concurrency[0]
+        worker(args)
+        return
+    folder = Path(tempfile.mkdtemp(prefix="cigeval-client-overhead-"))
+    started = time.perf_counter()
+    count = max(samples_for(max(args.concurrency)), 64)
+    samples_path = write_sample_set(folder / "set", count, args.size)
+    warm_path = write_sample_set(folder / "warm", 7, args.size, first=count)
+    plan = capture_calls(samples_path, args.image_encoding)
+    plan["samples"].update(capture_calls(warm_path, args.image_encoding)["samples"])
+    plan_path = folder / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    print(
+        f"sample set: {count} samples, made in {time.perf_counter() - started:.0f} s; "
+        "server: fake_server.py --light",
+        flush=True,
+    )
+    checkouts = {"cigeval": args.checkout.resolve(), "cigeval-cached": args.checkout.resolve()}
+    if args.compare:
+        checkouts["before"] = args.compare.resolve()
+    paths = {
+        "samples": samples_path,
+        "warm": warm_path,
+        "plan": plan_path,
+        "encoding": plan["encoding"],
+        "checkouts": checkouts,
+    }
+    ratios = compare(args, paths)
+    cached = cached_rerun(args, paths) if args.all else []
+    print_targets(args, ratios, cached)
+    if args.all:
+        print()
+        print("\n".join(other_rows(args)))
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

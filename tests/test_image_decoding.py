@@ -1,0 +1,151 @@
+"""Pixels are decoded when something needs them, once; file checks and hashes use the bytes;
+JPEG encodings are remembered across runs for image files."""
+
+from __future__ import annotations
+
+import io
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from cigeval._image_bytes import jpeg_is_whole, png_is_plain
+from cigeval.backends.cache import ResponseCache
+from cigeval.errors import InputError
+from cigeval.images import EncodedImage, encode_image, load_image
+
+
+def noise(size: tuple[int, int] = (64, 48)) -> Image.Image:
+    return Image.effect_noise(size, 64).convert("RGB")
+
+
+def decoded(image: Image.Image) -> bool:
+    """Whether Pillow has decoded the image's pixels (an opened file keeps its tiles until)."""
+    return not getattr(image, "tile", None)
+
+
+@pytest.mark.parametrize("name", ["a.png", "a.jpg"])
+def test_a_file_sent_as_it_is_is_never_decoded(tmp_path: Path, name: str) -> None:
+    noise().save(tmp_path / name)
+    image = load_image(name, role="output", base_dir=tmp_path)
+    assert not decoded(image) and image.size == (64, 48) and image.mode == "RGB"
+    encoded = EncodedImage.from_pil(image, encoding="original")
+    assert encoded.data == (tmp_path / name).read_bytes()
+    assert not decoded(image)
+
+
+@pytest.mark.parametrize("name", ["a.png", "a.jpg"])
+def test_pixels_decode_on_first_use_and_equal_an_eager_decode(tmp_path: Path, name: str) -> None:
+    noise().save(tmp_path / name)
+    image = load_image(name, role="output", base_dir=tmp_path)
+    with Image.open(tmp_path / name) as eager:
+        expected = np.asarray(eager.convert("RGB"))
+    assert np.array_equal(np.asarray(image), expected)
+    assert decoded(image)
+    # the JPEG the judge gets is the one made from the eagerly decoded pixels
+    lazy = EncodedImage.from_pil(image, encoding="jpeg75")
+    assert lazy.data == EncodedImage.from_pil(Image.fromarray(expected), encoding="jpeg75").data
+
+
+def test_threads_share_one_decode(tmp_path: Path) -> None:
+    noise((256, 256)).save(tmp_path / "a.png")
+    image = load_image("a.png", role="output", base_dir=tmp_path)
+    results: list[np.ndarray] = []
+
+    def read() -> None:
+        results.append(np.asarray(image))
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 8 and all(np.array_equal(r, results[0]) for r in results)
+
+
+def test_a_truncated_file_is_still_refused_when_loaded(tmp_path: Path) -> None:
+    for name in ("a.png", "a.jpg"):
+        noise().save(tmp_path / name)
+        whole = (tmp_path / name).read_bytes()
+        (tmp_path / name).write_bytes(whole[: len(whole) - 40])
+        with pytest.raises(InputError, match=f"output image is corrupt or not an image: .*{name}"):
+            load_image(name, role="output", base_dir=tmp_path, sample_id="s1")
+
+
+def test_damaged_pixel_data_is_an_input_error_naming_the_image(tmp_path: Path) -> None:
+    noise().save(tmp_path / "a.png")
+    data = bytearray((tmp_path / "a.png").read_bytes())
+    start = data.index(b"IDAT") + 4
+    data[start : start + 64] = bytes(64)  # the frame is whole, the pixel stream is not
+    (tmp_path / "a.png").write_bytes(bytes(data))
+    image = load_image("a.png", role="output", base_dir=tmp_path, sample_id="s1")
+    with pytest.raises(InputError, match="output image is corrupt or not an image") as info:
+        np.asarray(image)
+    assert info.value.sample_id == "s1"
+
+
+def test_file_checks_read_the_structure() -> None:
+    image = noise()
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    data = buffer.getvalue()
+    assert png_is_plain(data)
+    assert not png_is_plain(data[:-12])  # IEND cut off
+    assert not png_is_plain(b"GIF89a" + data[6:])
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", exif=exif)
+    assert not png_is_plain(buffer.getvalue())  # an eXIf chunk: decoded and rotated at once
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG")
+    jpeg = buffer.getvalue()
+    assert jpeg_is_whole(jpeg) and jpeg_is_whole(jpeg + b"\x00\x00")
+    assert not jpeg_is_whole(jpeg[:-100])
+
+
+def test_a_png_with_an_exif_rotation_is_upright(tmp_path: Path) -> None:
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90 degrees clockwise to display
+    noise((64, 48)).save(tmp_path / "r.png", exif=exif)
+    image = load_image("r.png", role="output", base_dir=tmp_path)
+    assert image.size == (48, 64)
+    assert EncodedImage.from_pil(image).data != (tmp_path / "r.png").read_bytes()
+
+
+def test_jpeg75_encodings_are_remembered_for_image_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    noise((128, 96)).save(tmp_path / "a.png")
+    cache = ResponseCache(tmp_path / "cache")
+    first = load_image("a.png", role="output", base_dir=tmp_path)
+    made = encode_image(first, encoding="jpeg75", cache=cache)
+    assert made.data == EncodedImage.from_pil(first, encoding="jpeg75").data
+
+    again = load_image("a.png", role="output", base_dir=tmp_path)
+    found = encode_image(again, encoding="jpeg75", cache=ResponseCache(tmp_path / "cache"))
+    assert (found.data, found.sha256, found.mime, found.width, found.height) == (
+        made.data,
+        made.sha256,
+        "image/jpeg",
+        128,
+        96,
+    )
+    assert not decoded(again)  # found by the file's hash: the pixels were never needed
+
+    # another file (other bytes) is encoded afresh; so is an image that is no file's
+    noise((128, 96)).save(tmp_path / "b.png")
+    other = encode_image(load_image("b.png", role="output", base_dir=tmp_path), encoding="jpeg75",
+                         cache=cache)  # fmt: skip
+    assert other.data != made.data
+    edited = again.copy()
+    edited.putpixel((0, 0), (0, 0, 0))
+    assert encode_image(edited, encoding="jpeg75", cache=cache).data != made.data
+    # and the original encoding never goes through the cache
+    monkeypatch.setattr(cache, "get_bytes", lambda key: pytest.fail("looked up"))
+    assert (
+        encode_image(again, encoding="original", cache=cache).data
+        == (tmp_path / "a.png").read_bytes()
+    )
