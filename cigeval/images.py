@@ -15,7 +15,8 @@ import hashlib
 import io
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -116,7 +117,7 @@ def _decode(
             _check_header(opened.size, role, sample_id, max_pixels, where)
             mime = _PASSTHROUGH_MIME.get(opened.format or "")
             if mime is not None and opened.mode == "RGB" and _plain_file(data, opened):
-                _decode_on_first_use(opened, role, where, sample_id)
+                _decode_on_first_use(opened, data, role, where, sample_id)
                 _keep_file_bytes(opened, data, mime, source)
                 return opened
             with opened:
@@ -142,10 +143,13 @@ def _plain_file(data: bytes, opened: Image.Image) -> bool:
     return whole and opened.getexif().get(_EXIF_ORIENTATION, 1) == 1
 
 
-def _decode_on_first_use(image: Image.Image, role: str, where: str, sample_id: str | None) -> None:
-    """Make ``image`` (opened, not yet decoded) decode its pixels once, on first use, safely
-    from several threads, and report a damaged file as the InputError :func:`load_image`
-    would have raised."""
+def _decode_on_first_use(
+    image: Image.Image, data: bytes, role: str, where: str, sample_id: str | None
+) -> None:
+    """Make ``image`` (opened from ``data``, not yet decoded) decode its pixels once, on first
+    use, safely from several threads, and report a damaged file as the InputError
+    :func:`load_image` would have raised. A decoded copy that leaves ``image`` undecoded is
+    available too (:func:`decoded_pixels`)."""
     decode = image.load
     lock = threading.Lock()
 
@@ -156,7 +160,36 @@ def _decode_on_first_use(image: Image.Image, role: str, where: str, sample_id: s
             except Exception as exc:
                 raise _refused(exc, role, where, sample_id) from None
 
+    def decoded_copy() -> Image.Image:
+        try:
+            copy = Image.open(io.BytesIO(data))
+            copy.load()
+        except Exception as exc:
+            raise _refused(exc, role, where, sample_id) from None
+        return copy
+
     image.load = load  # type: ignore[method-assign]
+    setattr(image, _DECODED_COPY, decoded_copy)
+
+
+@contextmanager
+def decoded_pixels(image: Image.Image) -> Iterator[Image.Image]:
+    """``image`` with its pixels decoded, for one use that keeps nothing of them (an encoding).
+
+    An image :func:`load_image` opened without decoding stays undecoded: the pixels are those
+    of a copy decoded from the same file bytes and freed on exit. A sample waiting for its
+    judge then holds its files' bytes and their encodings, not their pixels (a tool that
+    needs the pixels decodes them then). Any other image is given as it is.
+    """
+    copy = getattr(image, _DECODED_COPY, None)
+    if copy is None or not getattr(image, "tile", None):  # decoded already: Pillow empties tile
+        yield image
+        return
+    decoded = copy()
+    try:
+        yield decoded
+    finally:
+        decoded.close()
 
 
 def _keep_file_bytes(image: Image.Image, data: bytes, mime: str, source: str | None) -> None:
@@ -191,6 +224,7 @@ def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Ex
 #: image that can be sent unchanged (read it with :func:`raw_file_bytes`).
 RAW_BYTES_KEY = "cigeval_raw_bytes"
 _RAW_OWNER = "_cigeval_raw_owner"
+_DECODED_COPY = "_cigeval_decoded_copy"
 _PASSTHROUGH_MIME = {"PNG": "image/png", "JPEG": "image/jpeg"}
 _EXIF_ORIENTATION = 0x0112
 
@@ -370,7 +404,8 @@ class EncodedImage:
         image is encoded as ``fmt`` (PNG lossless, JPEG at quality 95).
         """
         if encoding == "jpeg75":
-            data = encode_pixels(image, "JPEG", OFFICIAL_JPEG_QUALITY)
+            with decoded_pixels(image) as pixels:
+                data = encode_pixels(pixels, "JPEG", OFFICIAL_JPEG_QUALITY)
             return cls(data, "image/jpeg", hashlib.sha256(data).hexdigest(), *image.size)
         raw = raw_file_bytes(image)
         if raw is not None:

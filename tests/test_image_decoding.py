@@ -86,6 +86,35 @@ def test_damaged_pixel_data_is_an_input_error_naming_the_image(tmp_path: Path) -
     assert info.value.sample_id == "s1"
 
 
+@pytest.mark.parametrize("name", ["a.png", "a.jpg"])
+def test_a_jpeg75_encoding_leaves_the_image_undecoded(tmp_path: Path, name: str) -> None:
+    # A sample waiting for its judge holds its files' bytes and their JPEGs, not its pixels.
+    noise((96, 80)).save(tmp_path / name)
+    image = load_image(name, role="output", base_dir=tmp_path)
+    encoded = EncodedImage.from_pil(image, encoding="jpeg75")
+    assert not decoded(image)
+    with Image.open(tmp_path / name) as eager:
+        expected = EncodedImage.from_pil(eager.convert("RGB"), encoding="jpeg75")
+    assert encoded.data == expected.data and (encoded.width, encoded.height) == (96, 80)
+    # a tool that needs the pixels still gets them, decoded then
+    with Image.open(tmp_path / name) as eager:
+        assert np.array_equal(np.asarray(image), np.asarray(eager.convert("RGB")))
+    assert decoded(image)
+    assert EncodedImage.from_pil(image, encoding="jpeg75").data == encoded.data
+
+
+def test_a_jpeg75_encoding_of_damaged_pixels_is_an_input_error(tmp_path: Path) -> None:
+    noise().save(tmp_path / "a.png")
+    data = bytearray((tmp_path / "a.png").read_bytes())
+    start = data.index(b"IDAT") + 4
+    data[start : start + 64] = bytes(64)
+    (tmp_path / "a.png").write_bytes(bytes(data))
+    image = load_image("a.png", role="output", base_dir=tmp_path, sample_id="s1")
+    with pytest.raises(InputError, match="output image is corrupt or not an image") as info:
+        EncodedImage.from_pil(image, encoding="jpeg75")
+    assert info.value.sample_id == "s1"
+
+
 def test_file_checks_read_the_structure() -> None:
     image = noise()
     buffer = io.BytesIO()
