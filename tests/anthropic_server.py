@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.local_http import LocalHTTPService
+
 #: A reply function gets the request as a chat body (``{"messages": [...]}``, the system
 #: text first as a system message) and returns the reply text.
 ReplyFunction = Callable[[dict[str, Any]], str]
@@ -73,7 +75,7 @@ class AnthropicRequest:
 
 
 @dataclass
-class FakeAnthropicServer:
+class FakeAnthropicServer(LocalHTTPService):
     """An Anthropic messages endpoint with scripted replies (see the module docstring).
 
     ``replies`` is a list of texts served in order (the last one repeats) or a function of
@@ -103,42 +105,6 @@ class FakeAnthropicServer:
         if self._httpd is None:
             raise RuntimeError("server not started")
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def start(self) -> FakeAnthropicServer:
-        """Bind a free port and serve in a daemon thread."""
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                server._post(self)
-
-            def do_GET(self) -> None:
-                server._get(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        ).start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> FakeAnthropicServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _refused(self, handler: BaseHTTPRequestHandler) -> bool:
         if self.required_key is None or key_of(dict(handler.headers.items())) == self.required_key:

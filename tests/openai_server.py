@@ -38,6 +38,8 @@ from typing import Any
 
 import pytest
 
+from tests.local_http import LocalHTTPService
+
 FAULTS = ("429", "500", "400", "401", "404", "garbage", "no_choices", "drop")
 
 #: A reply function gets the parsed request body and returns the reply text.
@@ -99,7 +101,7 @@ class _Fault:
 
 
 @dataclass
-class FakeOpenAIServer:
+class FakeOpenAIServer(LocalHTTPService):
     """An OpenAI-compatible ``/v1/chat/completions`` endpoint with scripted replies.
 
     ``replies`` is a list of texts served in order (the last one repeats once the list is used
@@ -175,40 +177,9 @@ class FakeOpenAIServer:
         return f"http://127.0.0.1:{port}/v1"
 
     def start(self) -> FakeOpenAIServer:
-        """Bind a free port and serve in a daemon thread."""
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                server._post(self)
-
-            def do_GET(self) -> None:
-                server._get(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        ).start()
+        """Bind ``port`` (0: a free one) and serve in a daemon thread."""
+        self._serve(self.port)
         return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _post(self, handler: BaseHTTPRequestHandler) -> None:
         """Route a POST; subclasses add routes (tests/batch_server.py)."""

@@ -23,7 +23,6 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -32,6 +31,7 @@ import openai
 import orjson
 from openai.types.chat import ChatCompletion
 
+from cigeval.backends._retrying import error_message, retry_after_seconds
 from cigeval.backends._spec import call_settings, endpoint_url, model_and_urls, public_url
 from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
@@ -314,11 +314,11 @@ class OpenAIBackend:
                 text, model, usage, finish_reason = _read_completion(completion, self.model)
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                last_error = f"HTTP {status}: {self._redact(_status_detail(exc))}"
+                last_error = f"HTTP {status}: {self._redact(error_message(exc))}"
                 if status not in _RETRYABLE_STATUS and status < 500:
                     fatal_status = status
                 else:
-                    retry_after = _retry_after(exc.response.headers)
+                    retry_after = retry_after_seconds(exc.response.headers)
                     transport = "server_error" if status >= 500 else None
             except openai.APITimeoutError:
                 last_error = f"timed out after {self.timeout_s:g} s"
@@ -615,36 +615,6 @@ def read_completion(completion: object, default_model: str) -> tuple[str, str, U
 def public_endpoint(url: str | None) -> str:
     """``url`` as recorded in a reply: no credentials, query or fragment, no trailing slash."""
     return _endpoint_url(url)
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds the server asked us to wait, from ``retry-after-ms`` or ``retry-after``."""
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return max(0.0, float(value) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-def _status_detail(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        message = error.get("message") if isinstance(error, dict) else error
-        return str(message)[:300]
-    return str(exc.message)[:300]
 
 
 def _cause_text(exc: BaseException) -> str:

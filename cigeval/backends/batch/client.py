@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+from cigeval.backends._retrying import error_message
 from cigeval.errors import BackendError, PreflightError
 
 if TYPE_CHECKING:
@@ -100,12 +101,12 @@ class BatchClient:
                 if status in (401, 403):
                     raise PreflightError(
                         self.backend.redact(
-                            f"{where} refused the API key (HTTP {status}: {_status_detail(exc)}); "
+                            f"{where} refused the API key (HTTP {status}: {error_message(exc)}); "
                             "set OPENAI_API_KEY to a key it accepts"
                         )
                     ) from None
                 if status != 429:
-                    missing.append(f"{where} answered HTTP {status} ({_status_detail(exc)})")
+                    missing.append(f"{where} answered HTTP {status} ({error_message(exc)})")
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 missing.append(f"{where} failed ({type(exc).__name__}: {exc})")
         if missing:
@@ -129,7 +130,7 @@ class BatchClient:
                 return await send()
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                detail = f"HTTP {status}: {_status_detail(exc)}"
+                detail = f"HTTP {status}: {error_message(exc)}"
                 retryable = status in _RETRYABLE_STATUS or status >= 500
             except openai.APITimeoutError:
                 detail = f"timed out after {backend.timeout_s:g} s"
@@ -145,12 +146,3 @@ class BatchClient:
                 )
             ceiling = min(backend.backoff_max_s, backend.backoff_base_s * 2 ** (attempts - 1))
             await asyncio.sleep(ceiling * random.uniform(0.5, 1.0))
-
-
-def _status_detail(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        message = error.get("message") if isinstance(error, dict) else error
-        return str(message)[:300]
-    return str(getattr(exc, "message", exc))[:300]

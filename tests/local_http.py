@@ -1,0 +1,61 @@
+"""Serving a test double on 127.0.0.1 in a daemon thread (the fake OpenAI and Anthropic
+servers share it)."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+
+class LocalHTTPService:
+    """A mix-in: ``start`` binds 127.0.0.1 and routes POST and GET to the subclass's ``_post``
+    and ``_get``; ``stop`` (or leaving ``with``) closes the socket. The subclass holds
+    ``_httpd``, None until started."""
+
+    _httpd: ThreadingHTTPServer | None
+
+    def _post(self, handler: BaseHTTPRequestHandler) -> None:
+        raise NotImplementedError
+
+    def _get(self, handler: BaseHTTPRequestHandler) -> None:
+        raise NotImplementedError
+
+    def _serve(self, port: int = 0) -> None:
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                service._post(self)
+
+            def do_GET(self) -> None:
+                service._get(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
+
+    def start(self) -> Self:
+        """Bind a free port and serve in a daemon thread."""
+        self._serve()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
