@@ -31,7 +31,7 @@ import openai
 import orjson
 from openai.types.chat import ChatCompletion
 
-from cigeval.backends._retrying import error_message, retry_after_seconds
+from cigeval.backends._retrying import Secret, error_message, retry_after_seconds
 from cigeval.backends._spec import call_settings, endpoint_url, model_and_urls, public_url
 from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
@@ -71,16 +71,6 @@ _RETRYABLE_STATUS = {408, 409, 429}
 
 class _MalformedReply(Exception):
     """HTTP succeeded but the body is not a usable chat completion."""
-
-
-class _Secret:
-    """Holds the API key; its repr never shows it."""
-
-    def __init__(self, value: str) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "_Secret('***')"
 
 
 class OpenAIBackend:
@@ -154,7 +144,7 @@ class OpenAIBackend:
         self.max_tokens_param = max_tokens_param or (
             "max_completion_tokens" if official else "max_tokens"
         )
-        self._key = _Secret(key)
+        self._key = Secret(key)
         self._in_flight = InFlightLimit(max_in_flight)
         self._turn = itertools.count()
         self._pool_turn = itertools.count()
