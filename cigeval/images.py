@@ -20,11 +20,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import IO, Any, Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from cigeval._file_bytes import FileChangedError, ReloadableFileBytes
 from cigeval._image_bytes import jpeg_is_whole, png_is_plain
 from cigeval.errors import InputError
 
@@ -107,18 +108,21 @@ def _decode(
     """The image in the bytes of an image file (``source``: the file they were read from).
 
     A whole RGB PNG or JPEG file without an EXIF rotation is returned undecoded: Pillow
-    decodes its pixels on first use (see :func:`_decode_on_first_use`). Any other image is
-    decoded, EXIF-transposed and converted now.
+    decodes its pixels on first use (see :func:`_decode_on_first_use`), reading them from
+    a file's bytes that may be let go meanwhile and read again (:func:`release_file_bytes`).
+    Any other image is decoded, EXIF-transposed and converted now.
     """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            opened = Image.open(io.BytesIO(data))
+            held = ReloadableFileBytes(source, data) if source is not None else None
+            opened = Image.open(cast(IO[bytes], held) if held is not None else io.BytesIO(data))
             _check_header(opened.size, role, sample_id, max_pixels, where)
             mime = _PASSTHROUGH_MIME.get(opened.format or "")
             if mime is not None and opened.mode == "RGB" and _plain_file(data, opened):
-                _decode_on_first_use(opened, data, role, where, sample_id)
-                _keep_file_bytes(opened, data, mime, source)
+                bytes_of = held.data if held is not None else lambda: data
+                _decode_on_first_use(opened, bytes_of, held, role, where, sample_id)
+                _keep_file_bytes(opened, bytes_of, mime, source, held)
                 return opened
             with opened:
                 opened.load()
@@ -131,7 +135,7 @@ def _decode(
         raise _refused(exc, role, where, sample_id) from None
     rgb = convert(loaded)
     if mime is not None and original_mode == "RGB" and not rotated:
-        _keep_file_bytes(rgb, data, mime, source)
+        _keep_file_bytes(rgb, lambda: data, mime, source, None)
     return rgb
 
 
@@ -144,12 +148,17 @@ def _plain_file(data: bytes, opened: Image.Image) -> bool:
 
 
 def _decode_on_first_use(
-    image: Image.Image, data: bytes, role: str, where: str, sample_id: str | None
+    image: Image.Image,
+    bytes_of: Callable[[], bytes],
+    held: ReloadableFileBytes | None,
+    role: str,
+    where: str,
+    sample_id: str | None,
 ) -> None:
-    """Make ``image`` (opened from ``data``, not yet decoded) decode its pixels once, on first
-    use, safely from several threads, and report a damaged file as the InputError
-    :func:`load_image` would have raised. A decoded copy that leaves ``image`` undecoded is
-    available too (:func:`decoded_pixels`)."""
+    """Make ``image`` (opened from the bytes ``bytes_of`` gives, not yet decoded) decode its
+    pixels once, on first use, safely from several threads, and report a damaged file (or
+    one changed on disk since) as the InputError :func:`load_image` would have raised. A
+    decoded copy that leaves ``image`` undecoded is available too (:func:`decoded_pixels`)."""
     decode = image.load
     lock = threading.Lock()
 
@@ -159,10 +168,13 @@ def _decode_on_first_use(
                 return decode()
             except Exception as exc:
                 raise _refused(exc, role, where, sample_id) from None
+            finally:
+                if held is not None and held.released_once:
+                    held.release()  # the pixels are decoded: the bytes are not needed now
 
     def decoded_copy() -> Image.Image:
         try:
-            copy = Image.open(io.BytesIO(data))
+            copy = Image.open(io.BytesIO(bytes_of()))
             copy.load()
         except Exception as exc:
             raise _refused(exc, role, where, sample_id) from None
@@ -192,12 +204,19 @@ def decoded_pixels(image: Image.Image) -> Iterator[Image.Image]:
         decoded.close()
 
 
-def _keep_file_bytes(image: Image.Image, data: bytes, mime: str, source: str | None) -> None:
-    """Keep the file's bytes with ``image``, which already is what a model accepts, to send
-    them instead of re-encoding. A copy keeps ``info`` but not the owner token set on the
-    image itself, so an edited copy is never sent as the original file."""
+def _keep_file_bytes(
+    image: Image.Image,
+    bytes_of: Callable[[], bytes],
+    mime: str,
+    source: str | None,
+    held: ReloadableFileBytes | None,
+) -> None:
+    """Keep the file's bytes (``bytes_of`` gives them; ``held``, when they can be let go)
+    with ``image``, which already is what a model accepts, to send them instead of
+    re-encoding. A copy keeps ``info`` but not the owner token set on the image itself, so
+    an edited copy is never sent as the original file."""
     owner = object()
-    image.info[RAW_BYTES_KEY] = (data, mime, owner, source)
+    image.info[RAW_BYTES_KEY] = (bytes_of, mime, owner, source, held)
     setattr(image, _RAW_OWNER, owner)
 
 
@@ -207,7 +226,30 @@ def raw_file_bytes(image: Image.Image) -> tuple[bytes, str, str | None] | None:
     raw = image.info.get(RAW_BYTES_KEY)
     if raw is None or raw[2] is not getattr(image, _RAW_OWNER, None):
         return None
-    return raw[0], raw[1], raw[3]
+    return raw[0](), raw[1], raw[3]
+
+
+def file_sha256(image: Image.Image) -> str | None:
+    """The sha256 (hex) of the bytes of the file ``image`` was read from by
+    :func:`load_image` (without reading them again when they were let go), or None for an
+    image that is not such a file."""
+    raw = image.info.get(RAW_BYTES_KEY)
+    if raw is None or raw[2] is not getattr(image, _RAW_OWNER, None):
+        return None
+    if raw[4] is not None:
+        return str(raw[4].sha256())
+    return hashlib.sha256(raw[0]()).hexdigest()
+
+
+def release_file_bytes(image: Image.Image, sha256: str | None = None) -> None:
+    """Let the bytes of the file ``image`` was read from go until they are needed again
+    (its pixels decoded, or the file sent as it is): they are then read from the file again
+    and checked against ``sha256``, the hex digest of the bytes first read (computed when
+    not given). Nothing happens to an image not read from a file by :func:`load_image`."""
+    raw = image.info.get(RAW_BYTES_KEY)
+    if raw is None or raw[2] is not getattr(image, _RAW_OWNER, None) or raw[4] is None:
+        return
+    raw[4].release(sha256)
 
 
 def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Exception:
@@ -215,13 +257,16 @@ def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Ex
     if isinstance(exc, Image.DecompressionBombError | Image.DecompressionBombWarning):
         message = f"{role} image refused as a decompression bomb: {where} ({exc})"
         return InputError(message, sample_id)
+    if isinstance(exc, FileChangedError):
+        return InputError(f"{role} image refused: {exc}", sample_id)
     if isinstance(exc, UnidentifiedImageError | OSError | SyntaxError | ValueError):
         return InputError(f"{role} image is corrupt or not an image: {where} ({exc})", sample_id)
     return exc
 
 
-#: Key in ``Image.info`` holding (file bytes, mime, owner token, file path or None) of an
-#: image that can be sent unchanged (read it with :func:`raw_file_bytes`).
+#: Key in ``Image.info`` holding (a function giving the file's bytes, mime, owner token, file
+#: path or None, the ReloadableFileBytes or None) of an image that can be sent unchanged
+#: (read it with :func:`raw_file_bytes`).
 RAW_BYTES_KEY = "cigeval_raw_bytes"
 _RAW_OWNER = "_cigeval_raw_owner"
 _DECODED_COPY = "_cigeval_decoded_copy"
@@ -356,14 +401,30 @@ def encode_image(
     encoding is stored under the sha256 of the file's bytes and the encoder's version, and
     found there the next time the same file is judged (any judge, any settings): the pixels
     are then never decoded. The bytes are those the encoder would make again.
+
+    Once such a file is encoded as JPEG its bytes are let go (:func:`release_file_bytes`):
+    a sample waiting for its judge holds what the judge is sent, and a tool that later needs
+    the pixels reads the file again, refused if it changed meanwhile.
     """
-    raw = raw_file_bytes(image) if encoding == "jpeg75" else None
-    if raw is None or not isinstance(cache, BytesCache):
+    digest = file_sha256(image) if encoding == "jpeg75" else None
+    if digest is None:
         return EncodedImage.from_pil(image, fmt, encoding=encoding)
-    key = f"image|{encoding}|opencv-{_opencv_version()}|{hashlib.sha256(raw[0]).hexdigest()}"
+    encoded = _remembered_jpeg(image, fmt, digest, cache)
+    release_file_bytes(image, digest)
+    return encoded
+
+
+def _remembered_jpeg(
+    image: Image.Image, fmt: str, file_sha256: str, cache: object | None
+) -> EncodedImage:
+    """The jpeg75 encoding of ``image`` (read from a file of that sha256), from ``cache`` when
+    it holds it, else made (and stored there)."""
+    if not isinstance(cache, BytesCache):
+        return EncodedImage.from_pil(image, fmt, encoding="jpeg75")
+    key = f"image|jpeg75|opencv-{_opencv_version()}|{file_sha256}"
     data = cache.get_bytes(key)
     if data is None:
-        encoded = EncodedImage.from_pil(image, fmt, encoding=encoding)
+        encoded = EncodedImage.from_pil(image, fmt, encoding="jpeg75")
         cache.set_bytes(key, encoded.data)
         return encoded
     return EncodedImage(data, "image/jpeg", hashlib.sha256(data).hexdigest(), *image.size)

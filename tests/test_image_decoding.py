@@ -6,19 +6,39 @@ from __future__ import annotations
 import io
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from PIL import Image
 
+import cigeval.images
+from cigeval import ScriptedBackend
+from cigeval._file_bytes import ReloadableFileBytes
 from cigeval._image_bytes import jpeg_is_whole, png_is_plain
 from cigeval.backends.cache import ResponseCache
+from cigeval.config import RunConfig
 from cigeval.errors import InputError
-from cigeval.images import EncodedImage, encode_image, load_image
+from cigeval.evaluation import Evaluator
+from cigeval.images import (
+    RAW_BYTES_KEY,
+    EncodedImage,
+    encode_image,
+    load_image,
+    release_file_bytes,
+)
+from cigeval.results import read_records
+from cigeval.testing import request_text, rule_judge
+from tests.samples_factory import seven_task_samples, write_jsonl
 
 
 def noise(size: tuple[int, int] = (64, 48)) -> Image.Image:
     return Image.effect_noise(size, 64).convert("RGB")
+
+
+def held_bytes(image: Image.Image) -> bool:
+    """Whether the bytes of the file ``image`` was read from are in memory."""
+    return bool(image.info[RAW_BYTES_KEY][4].held)
 
 
 def decoded(image: Image.Image) -> bool:
@@ -178,3 +198,110 @@ def test_jpeg75_encodings_are_remembered_for_image_files(
         encode_image(again, encoding="original", cache=cache).data
         == (tmp_path / "a.png").read_bytes()
     )
+
+
+def test_released_file_bytes_are_read_again_and_checked(tmp_path: Path) -> None:
+    noise((96, 80)).save(tmp_path / "a.png")
+    image = load_image("a.png", role="output", base_dir=tmp_path, sample_id="s1")
+    release_file_bytes(image)
+    assert not held_bytes(image)
+    with Image.open(tmp_path / "a.png") as eager:
+        expected = np.asarray(eager.convert("RGB"))
+    assert np.array_equal(np.asarray(image), expected)  # read again for the pixels
+    assert not held_bytes(image)  # and let go again once they are decoded
+
+
+@pytest.mark.parametrize("use", ["pixels", "jpeg75"])
+@pytest.mark.parametrize("change", ["rewritten", "deleted"])
+def test_a_file_changed_after_loading_is_refused_not_judged(
+    tmp_path: Path, use: str, change: str
+) -> None:
+    noise((96, 80)).save(tmp_path / "a.png")
+    image = load_image("a.png", role="output", base_dir=tmp_path, sample_id="s1")
+    release_file_bytes(image)
+    if change == "rewritten":
+        noise((96, 80)).save(tmp_path / "a.png")  # other pixels, same name
+    else:
+        (tmp_path / "a.png").unlink()
+    expected = "changed on disk" if change == "rewritten" else "cannot be read again"
+    with pytest.raises(InputError, match=f"output image refused: the file {expected}") as info:
+        if use == "pixels":
+            np.asarray(image)
+        else:
+            encode_image(image, encoding="jpeg75")
+    assert info.value.sample_id == "s1"
+
+
+def test_a_sample_waiting_for_its_judge_holds_no_file_bytes_under_jpeg75(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files: list[ReloadableFileBytes] = []
+
+    class Tracked(ReloadableFileBytes):
+        def __init__(self, path: str | Path, data: bytes) -> None:
+            super().__init__(path, data)
+            files.append(self)
+
+    monkeypatch.setattr(cigeval.images, "ReloadableFileBytes", Tracked)
+    samples = write_jsonl(tmp_path / "samples.jsonl", seven_task_samples(tmp_path))
+    held_when_asked: dict[str, list[int]] = {}
+    for encoding in ("jpeg75", "original"):
+        judge = rule_judge(tools={"": "Difference"})
+        counts = held_when_asked.setdefault(encoding, [])
+
+        def reply(request: Any, judge: Any = judge, counts: list[int] = counts) -> str:
+            counts.append(sum(f.held for f in files))
+            return str(judge(request))
+
+        evaluator = Evaluator(
+            ScriptedBackend(reply),
+            # one sample at a time: no other sample's tool is reading its file meanwhile
+            run_config=RunConfig(preflight=False, concurrency=1),
+            image_encoding=encoding,
+            tools=["Difference", "Scene Graph"],
+        )
+        result = evaluator.run(samples, out=tmp_path / f"{encoding}.jsonl", quiet=True)
+        assert result.summary.statuses["ok"] == 7
+    assert files and held_when_asked["jpeg75"] and max(held_when_asked["jpeg75"]) == 0
+    assert max(held_when_asked["original"]) > 0  # sent as they are: the bytes are kept
+
+
+def test_a_file_changed_while_its_sample_is_judged_is_never_shown_as_the_checked_one(
+    tmp_path: Path,
+) -> None:
+    # The output file is rewritten during the mask-guided sample's plan call: its Difference
+    # tool, reading the file again, is refused (the sub-questions say they were judged
+    # without it, the trace says why); the judge is shown the JPEG of the checked file.
+    def judged(folder: Path, rewrite: bool) -> dict[str, dict[str, Any]]:
+        samples = write_jsonl(folder / "samples.jsonl", seven_task_samples(folder))
+        judge = rule_judge(tools={"": "Difference"})
+        rewritten: list[str] = []
+
+        def reply(request: Any) -> str:
+            if rewrite and "make the square red" in request_text(request) and not rewritten:
+                Image.new("RGB", (64, 64), "red").save(folder / "output.png")
+                rewritten.append("output.png")
+            return str(judge(request))
+
+        evaluator = Evaluator(
+            ScriptedBackend(reply),
+            run_config=RunConfig(preflight=False, concurrency=1),
+            tools=["Difference", "Scene Graph"],
+        )
+        result = evaluator.run(samples, out=folder / "out.jsonl", quiet=True)
+        assert result.summary.statuses["ok"] == 7 and bool(rewritten) == rewrite
+        return {r["id"]: r for r in read_records(folder / "out.jsonl")}
+
+    def degraded(record: dict[str, Any]) -> list[bool]:
+        return [bool(s["degraded"]) for s in record["sub_scores"]]
+
+    plain = judged(tmp_path / "plain", rewrite=False)
+    changed = judged(tmp_path / "changed", rewrite=True)
+    assert degraded(plain["mie"]) == [False, False]
+    assert degraded(changed["mie"]) == [True, True]
+    errors = [e["message"] for e in changed["mie"]["trace"] if e["type"] == "error"]
+    assert any("the file changed on disk" in m and "output.png" in m for m in errors), errors
+    assert changed["mie"]["input_images"] == plain["mie"]["input_images"]  # what was checked
+    assert {i: degraded(r) for i, r in changed.items() if i != "mie"} == {
+        i: degraded(r) for i, r in plain.items() if i != "mie"
+    }
