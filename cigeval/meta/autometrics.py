@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from cigeval.errors import InputError
-from cigeval.meta.cells import BadCell, check_number, read_tsv
+from cigeval.meta.cells import BadCell, check_number, read_table
 from cigeval.meta.frames import evaluator_frame, task_id
 
 AUTOMETRIC_COLUMNS = ("task", "model", "uid", "metric", "value")
@@ -65,14 +65,7 @@ def load_autometrics(path: str | Path, lenient: bool = False) -> dict[str, pd.Da
     ``lenient`` read left out.
     """
     path = Path(path)
-    header, rows = read_tsv(path)
-    absent = [c for c in AUTOMETRIC_COLUMNS if c not in header]
-    if absent:
-        raise InputError(
-            f"{path}: not an automatic-metric table, missing column(s) {absent} "
-            f"(expected {', '.join(AUTOMETRIC_COLUMNS)})"
-        )
-    at = {name: header.index(name) for name in AUTOMETRIC_COLUMNS}
+    at, rows = read_table(path, AUTOMETRIC_COLUMNS, "an automatic-metric table")
     by_metric: dict[str, dict[str, list[Any]]] = {}
     skipped: dict[str, list[BadCell]] = {}
     for line, row in rows:

@@ -66,3 +66,17 @@ def read_tsv(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
         if len(row) != len(header):
             raise InputError(f"{path} line {line}: {len(row)} cells for {len(header)} columns")
     return header, rows
+
+
+def read_table(
+    path: Path, columns: tuple[str, ...], kind: str
+) -> tuple[dict[str, int], list[tuple[int, list[str]]]]:
+    """:func:`read_tsv` of a file that must hold ``columns``: each column's position and the
+    rows, or an InputError saying the file is not ``kind`` (e.g. "a VIEScore-style table")."""
+    header, rows = read_tsv(path)
+    absent = [c for c in columns if c not in header]
+    if absent:
+        raise InputError(
+            f"{path}: not {kind}, missing column(s) {absent} (expected {', '.join(columns)})"
+        )
+    return {name: header.index(name) for name in columns}, rows

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from cigeval.errors import InputError
-from cigeval.meta.cells import BadCell, check_number, read_tsv
+from cigeval.meta.cells import BadCell, check_number, read_table
 from cigeval.meta.frames import MissingPolicy, evaluator_frame, task_id
 from cigeval.rules import AGGREGATE_RULES, aggregate
 
@@ -85,14 +85,7 @@ def load_viescore_tsv(
             f"unknown list aggregate {rule!r}; use one of {', '.join(AGGREGATE_RULES)}"
         )
     path = Path(path)
-    header, rows = read_tsv(path)
-    absent = [c for c in VIESCORE_COLUMNS if c not in header]
-    if absent:
-        raise InputError(
-            f"{path}: not a VIEScore-style table, missing column(s) {absent} "
-            f"(expected {', '.join(VIESCORE_COLUMNS)})"
-        )
-    at = {name: header.index(name) for name in VIESCORE_COLUMNS}
+    at, rows = read_table(path, VIESCORE_COLUMNS, "a VIEScore-style table")
     columns: dict[str, list[Any]] = {k: [] for k in ("task", "model", "uid", "SC", "PQ", "O")}
     skipped: list[BadCell] = []
     for line, row in rows:
