@@ -182,22 +182,6 @@ class FakeAnthropicServer(LocalHTTPService):
         body = {"type": "error", "error": {"type": kind, "message": message}}
         self._send(handler, status, body, headers)
 
-    @staticmethod
-    def _send(
-        handler: BaseHTTPRequestHandler,
-        status: int,
-        body: dict[str, Any],
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        payload = json.dumps(body).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(payload)))
-        for name, value in (headers or {}).items():
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(payload)
-
 
 @pytest.fixture
 def anthropic_server() -> Iterator[FakeAnthropicServer]:

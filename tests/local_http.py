@@ -3,6 +3,7 @@ servers share it)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -20,6 +21,34 @@ class LocalHTTPService:
 
     def _get(self, handler: BaseHTTPRequestHandler) -> None:
         raise NotImplementedError
+
+    @staticmethod
+    def _send(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        body: dict[str, Any],
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Answer ``body`` as JSON with ``status`` (and ``headers``)."""
+        payload = json.dumps(body).encode()
+        LocalHTTPService._send_raw(handler, status, payload, "application/json", headers)
+
+    @staticmethod
+    def _send_raw(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        payload: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Answer ``payload`` as it is, with its Content-Length."""
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(payload)
 
     def _serve(self, port: int = 0) -> None:
         service = self

@@ -303,31 +303,6 @@ class FakeOpenAIServer(LocalHTTPService):
         body = {"error": {"message": message, "type": "fault", "code": fault.kind}}
         self._send(handler, int(fault.kind), body, headers)
 
-    def _send(
-        self,
-        handler: BaseHTTPRequestHandler,
-        status: int,
-        body: dict[str, Any],
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self._send_raw(handler, status, json.dumps(body).encode(), "application/json", headers)
-
-    @staticmethod
-    def _send_raw(
-        handler: BaseHTTPRequestHandler,
-        status: int,
-        payload: bytes,
-        content_type: str,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        handler.send_response(status)
-        handler.send_header("Content-Type", content_type)
-        handler.send_header("Content-Length", str(len(payload)))
-        for name, value in (headers or {}).items():
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(payload)
-
 
 @pytest.fixture
 def openai_server() -> Iterator[FakeOpenAIServer]:
