@@ -85,7 +85,7 @@ def write_sample_set(folder: Path, count: int, size: int, first: int = 0) -> Pat
     import numpy as np
     from PIL import Image, ImageDraw
 
-    from tests.samples_factory import seven_task_samples
+    from tests.samples_factory import seven_task_samples, variant
 
     images = folder / "images"
     images.mkdir(parents=True, exist_ok=True)
@@ -117,11 +117,8 @@ def write_sample_set(folder: Path, count: int, size: int, first: int = 0) -> Pat
     templates = seven_task_samples(folder / "small")
     with (folder / "samples.jsonl").open("w") as handle:
         for n in range(count):
-            sample = json.loads(json.dumps(templates[n % len(templates)]))
-            sample["id"] = f"{folder.name}-{sample['id']}-{n}"
-            for field in ("prompt", "instruction"):
-                if field in sample:
-                    sample[field] = f"{sample[field]} #{first + n}"
+            template = json.loads(json.dumps(templates[n % len(templates)]))  # own images dict
+            sample = variant(template, f"{folder.name}-{template['id']}-{n}", f" #{first + n}")
             found = sample["images"]
             for role, value in list(found.items()):
                 if role == "subjects":

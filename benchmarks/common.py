@@ -12,7 +12,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from cigeval.sample import Sample, sample_from_dict  # noqa: E402
-from tests.samples_factory import seven_task_samples  # noqa: E402
+from tests.samples_factory import seven_task_samples, variant  # noqa: E402
 
 
 def sample_dicts(folder: Path, count: int, tag: str = "") -> list[dict[str, Any]]:
@@ -21,12 +21,8 @@ def sample_dicts(folder: Path, count: int, tag: str = "") -> list[dict[str, Any]
     base = seven_task_samples(folder)
     out = []
     for n in range(count):
-        sample = dict(base[n % len(base)])
-        sample["id"] = f"{tag}{sample['id']}-{n}"
-        for field in ("prompt", "instruction"):
-            if field in sample:
-                sample[field] = f"{sample[field]} #{tag}{n}"
-        out.append(sample)
+        sample = base[n % len(base)]
+        out.append(variant(sample, f"{tag}{sample['id']}-{n}", f" #{tag}{n}"))
     return out
 
 

@@ -85,6 +85,17 @@ def seven_task_samples(folder: Path) -> list[dict[str, Any]]:
     ]
 
 
+def variant(sample: dict[str, Any], sample_id: str, wording: str) -> dict[str, Any]:
+    """A shallow copy of ``sample`` with the id ``sample_id`` and ``wording`` appended to its
+    prompt or instruction (so its model calls differ from the original's)."""
+    copy = dict(sample)
+    copy["id"] = sample_id
+    for field in ("prompt", "instruction"):
+        if field in copy:
+            copy[field] = f"{copy[field]}{wording}"
+    return copy
+
+
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
     """Write records as JSONL."""
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")

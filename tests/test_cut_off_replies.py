@@ -28,7 +28,7 @@ from cigeval.testing import request_text, rule_judge
 from tests.cli_support import evaluate_cli
 from tests.openai_server import FakeOpenAIServer
 from tests.rubrics.support import COLOURS, evaluator, image, make_sample, output_image, reply
-from tests.samples_factory import seven_task_samples, write_jsonl
+from tests.samples_factory import seven_task_samples, variant, write_jsonl
 
 #: Scores the judge gives; "10" is there so that a cut "1" would be a wrong number.
 SCORES = ("10", "3", "10", "7", "1", "10", "5", "0")
@@ -57,12 +57,8 @@ def study(folder: Path, count: int) -> Path:
     base = seven_task_samples(folder)
     samples = []
     for n in range(count):
-        sample = dict(base[n % len(base)])
-        sample["id"] = f"{sample['id']}-{n}"
-        for field in ("prompt", "instruction"):
-            if field in sample:
-                sample[field] = f"{sample[field]} (variant {n})"
-        samples.append(sample)
+        sample = base[n % len(base)]
+        samples.append(variant(sample, f"{sample['id']}-{n}", f" (variant {n})"))
     return write_jsonl(folder / "samples.jsonl", samples)
 
 

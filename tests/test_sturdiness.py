@@ -36,7 +36,7 @@ from cigeval.testing import rule_judge
 from cigeval.tools.registry import registered_tools
 from tests.cli_support import evaluate_cli
 from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import make_image, seven_task_samples, write_jsonl
+from tests.samples_factory import make_image, seven_task_samples, variant, write_jsonl
 
 SECRET = "sk-sturdy-SECRET-0123456789abcdef"
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,12 +55,9 @@ def distinct_samples(folder: Path, count: int) -> list[dict[str, Any]]:
     base = seven_task_samples(folder)
     samples = []
     for n in range(count):
-        sample = dict(base[n % len(base)])
         round_ = n // len(base)
-        sample["id"] = f"{sample['id']}-{round_}"
-        for field in ("prompt", "instruction"):
-            if field in sample:
-                sample[field] = f"{sample[field]} (variant {round_})"
+        sample = base[n % len(base)]
+        sample = variant(sample, f"{sample['id']}-{round_}", f" (variant {round_})")
         if "subject" in sample:
             sample["subject"] = f"{sample['subject']} {round_}"
         samples.append(sample)
