@@ -56,12 +56,11 @@ class ReloadableFileBytes(io.RawIOBase):
 
     def sha256(self) -> str:
         """The sha256 (hex) of the bytes first read."""
-        data = None if self._sha256 is not None else self.data()
-        with self._lock:
-            if self._sha256 is None and data is not None:
-                self._sha256 = hashlib.sha256(data).hexdigest()
-            assert self._sha256 is not None
-            return self._sha256
+        if self._sha256 is None:  # the bytes are held: only a released file knows its sha256
+            digest = hashlib.sha256(self.data()).hexdigest()
+            with self._lock:
+                self._sha256 = self._sha256 or digest
+        return self._sha256
 
     def release(self, sha256: str | None = None) -> None:
         """Let the bytes go until they are needed again. ``sha256``: theirs, when the caller

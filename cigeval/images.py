@@ -216,29 +216,47 @@ def _keep_file_bytes(
     re-encoding. A copy keeps ``info`` but not the owner token set on the image itself, so
     an edited copy is never sent as the original file."""
     owner = object()
-    image.info[RAW_BYTES_KEY] = (bytes_of, mime, owner, source, held)
+    image.info[RAW_BYTES_KEY] = _KeptFile(bytes_of, mime, owner, source, held)
     setattr(image, _RAW_OWNER, owner)
+
+
+@dataclass(frozen=True)
+class _KeptFile:
+    """The file :func:`load_image` keeps with an image it can send unchanged."""
+
+    bytes_of: Callable[[], bytes]
+    mime: str
+    owner: object
+    source: str | None
+    #: The bytes when they can be let go and read again (a file on disk), else None.
+    reloadable: ReloadableFileBytes | None
+
+
+def _kept_file(image: Image.Image) -> _KeptFile | None:
+    """The file kept with ``image`` itself (not with an edited copy of it), or None."""
+    kept = image.info.get(RAW_BYTES_KEY)
+    if not isinstance(kept, _KeptFile) or kept.owner is not getattr(image, _RAW_OWNER, None):
+        return None
+    return kept
 
 
 def raw_file_bytes(image: Image.Image) -> tuple[bytes, str, str | None] | None:
     """The (bytes, mime, source file or None) kept with ``image`` by :func:`load_image` when
     it can be sent unchanged, else None."""
-    raw = image.info.get(RAW_BYTES_KEY)
-    if raw is None or raw[2] is not getattr(image, _RAW_OWNER, None):
-        return None
-    return raw[0](), raw[1], raw[3]
+    kept = _kept_file(image)
+    return None if kept is None else (kept.bytes_of(), kept.mime, kept.source)
 
 
 def file_sha256(image: Image.Image) -> str | None:
     """The sha256 (hex) of the bytes of the file ``image`` was read from by
     :func:`load_image` (without reading them again when they were let go), or None for an
     image that is not such a file."""
-    raw = image.info.get(RAW_BYTES_KEY)
-    if raw is None or raw[2] is not getattr(image, _RAW_OWNER, None):
+    kept = _kept_file(image)
+    if kept is None:
         return None
-    if raw[4] is not None:
-        return str(raw[4].sha256())
-    return hashlib.sha256(raw[0]()).hexdigest()
+    if kept.reloadable is not None:
+        return kept.reloadable.sha256()
+    return hashlib.sha256(kept.bytes_of()).hexdigest()
 
 
 def release_file_bytes(image: Image.Image, sha256: str | None = None) -> None:
@@ -246,10 +264,9 @@ def release_file_bytes(image: Image.Image, sha256: str | None = None) -> None:
     (its pixels decoded, or the file sent as it is): they are then read from the file again
     and checked against ``sha256``, the hex digest of the bytes first read (computed when
     not given). Nothing happens to an image not read from a file by :func:`load_image`."""
-    raw = image.info.get(RAW_BYTES_KEY)
-    if raw is None or raw[2] is not getattr(image, _RAW_OWNER, None) or raw[4] is None:
-        return
-    raw[4].release(sha256)
+    kept = _kept_file(image)
+    if kept is not None and kept.reloadable is not None:
+        kept.reloadable.release(sha256)
 
 
 def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Exception:
@@ -264,9 +281,8 @@ def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Ex
     return exc
 
 
-#: Key in ``Image.info`` holding (a function giving the file's bytes, mime, owner token, file
-#: path or None, the ReloadableFileBytes or None) of an image that can be sent unchanged
-#: (read it with :func:`raw_file_bytes`).
+#: Key in ``Image.info`` holding the file (a ``_KeptFile``) of an image that can be sent
+#: unchanged (read it with :func:`raw_file_bytes`).
 RAW_BYTES_KEY = "cigeval_raw_bytes"
 _RAW_OWNER = "_cigeval_raw_owner"
 _DECODED_COPY = "_cigeval_decoded_copy"

@@ -38,7 +38,7 @@ def noise(size: tuple[int, int] = (64, 48)) -> Image.Image:
 
 def held_bytes(image: Image.Image) -> bool:
     """Whether the bytes of the file ``image`` was read from are in memory."""
-    return bool(image.info[RAW_BYTES_KEY][4].held)
+    return bool(image.info[RAW_BYTES_KEY].reloadable.held)
 
 
 def decoded(image: Image.Image) -> bool:
