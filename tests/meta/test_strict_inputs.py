@@ -16,14 +16,20 @@ from tests.meta.test_cli import run
 RATER_FILE = "ImagenHub_Text-Guided_IG/Text-To-Image_rater1.tsv"
 
 
+def _replace_cell(source: Path, target: Path, line: int, column: int, cell: str) -> None:
+    """Write ``source`` to ``target`` with the cell at (``line``, ``column``), 0-based,
+    replaced by ``cell``."""
+    lines = source.read_text(encoding="utf-8").splitlines()
+    fields = lines[line].split("\t")
+    fields[column] = cell
+    lines[line] = "\t".join(fields)
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def _table_with(tmp_path: Path, scores_dir: Path, cell: str) -> Path:
     """The recorded GPT-4o table with the SC cell of its second data row replaced."""
-    lines = (scores_dir / "gpt4o_0shot.tsv").read_text(encoding="utf-8").splitlines()
-    fields = lines[2].split("\t")
-    fields[3] = cell
-    lines[2] = "\t".join(fields)
     path = tmp_path / "judge.tsv"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _replace_cell(scores_dir / "gpt4o_0shot.tsv", path, 2, 3, cell)
     return path
 
 
@@ -60,12 +66,7 @@ def _ratings_with(tmp_path: Path, cell: str) -> Path:
     shipped = Path(str(resources.files("cigeval.data").joinpath("imagenhub_human_ratings")))
     folder = tmp_path / "ratings"
     shutil.copytree(shipped, folder)
-    path = folder / RATER_FILE
-    lines = path.read_text(encoding="utf-8").splitlines()
-    fields = lines[1].split("\t")
-    fields[1] = cell
-    lines[1] = "\t".join(fields)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _replace_cell(folder / RATER_FILE, folder / RATER_FILE, 1, 1, cell)
     return folder
 
 
