@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterator
@@ -15,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from cigeval._unicode import safe_strings, safe_text
 from cigeval.errors import ConfigError, InputError
 from cigeval.images import load_image
+from cigeval.tasks.registry import TASKS, get_task
+from cigeval.tasks.spec import side_by_side_subjects
 
 #: An image given by path (relative paths resolve against the sample's ``base_dir``),
 #: directly as a PIL image from Python code, or as the bytes of an image file (a Hugging Face
@@ -103,8 +104,6 @@ class Sample(BaseModel):
     @field_validator("task")
     @classmethod
     def _known_task(cls, value: str) -> str:
-        from cigeval.tasks.registry import TASKS
-
         try:
             return TASKS.canonical(value)
         except ConfigError as exc:
@@ -112,26 +111,11 @@ class Sample(BaseModel):
 
     @model_validator(mode="after")
     def _declared_extras(self) -> Sample:
-        from cigeval.tasks.registry import get_task
-
         extra_fields = list(self.__pydantic_extra__ or {})
         extra_roles = self.images.extra_roles()
         if not extra_fields and not extra_roles:
             return self
-        spec = get_task(self.task)
-        unknown = [f for f in extra_fields if f not in spec.declared_text_fields]
-        unknown_roles = [r for r in extra_roles if r not in spec.declared_image_roles]
-        if unknown or unknown_roles:
-            missing = [f for f in spec.text_fields if not getattr(self, f, None)]
-            provided = self.images.provided()
-            missing += [f"images.{r}" for r in spec.image_roles if r not in provided]
-            known = [*spec.declared_text_fields, *_OTHER_FIELDS]
-            known += [f"images.{r}" for r in spec.declared_image_roles]
-            raise ValueError(
-                _unknown_fields_message(
-                    [*unknown, *(f"images.{r}" for r in unknown_roles)], missing, known, self.task
-                )
-            )
+        get_task(self.task).check_declared(self, extra_fields, extra_roles, _OTHER_FIELDS)
         not_text = [f for f in extra_fields if not isinstance(getattr(self, f), str | None)]
         if not_text:
             raise ValueError(f"text field(s) {', '.join(not_text)} must be strings")
@@ -213,31 +197,6 @@ def candidate_problems(sample: Sample) -> list[str]:
 
 #: Sample fields that are not text conditions, offered as corrections of a misspelling.
 _OTHER_FIELDS = ("id", "task", "images", "candidates", "model", "human", "metadata")
-
-
-def _unknown_fields_message(
-    unknown: list[str], missing: list[str], known: list[str], task: str
-) -> str:
-    """What is wrong with fields a task does not declare: a misspelling of a required field
-    that is now missing is named as that missing field; of another field, as a suggestion."""
-    problems, unexplained = [], []
-    for name in unknown:
-        close = difflib.get_close_matches(name, [*missing, *known], n=1, cutoff=0.75)
-        if close and close[0] in missing:
-            kind = "image" if close[0].startswith("images.") else "field"
-            problems.append(
-                f"missing required {kind} {close[0]!r} (did you mean it instead of {name!r}?)"
-            )
-        elif close:
-            problems.append(f"unknown field {name!r} (did you mean {close[0]!r}?)")
-        else:
-            unexplained.append(name)
-    if unexplained:
-        problems.append(
-            f"unknown field(s) {', '.join(unexplained)} for task {task} "
-            "(a task of your own must declare its text fields and image roles)"
-        )
-    return "; ".join(problems)
 
 
 def _problem(error: Any) -> str:
@@ -362,19 +321,6 @@ def sample_line(value: Any, line_number: int, base_dir: Path | None) -> SampleLi
         message = f"line {line_number}: not a valid sample ({type(exc).__name__}: {exc})"
         return SampleLine(line_number=line_number, raw=raw_dict, error=message[:500])
     return SampleLine(line_number=line_number, sample=sample, raw=raw_dict)
-
-
-def side_by_side_subjects(sample: Sample) -> bool:
-    """True when a multi-concept sample gives both concepts in one side-by-side image.
-
-    Benchmarks such as ImagenHub ship the two concept references of a
-    multi-concept composition as one image, first concept on the left, second on the right:
-    ``images.subject`` instead of ``images.subjects``. :func:`load_sample_images` then splits
-    it at the middle.
-    """
-    provided = sample.images.provided()
-    one_image = "subject" in provided and "subjects" not in provided
-    return sample.task == "multi_concept_ic" and one_image
 
 
 def split_side_by_side(image: Image.Image) -> tuple[Image.Image, Image.Image]:

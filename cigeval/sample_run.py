@@ -9,10 +9,11 @@ from PIL import Image
 
 from cigeval.config import EvalConfig
 from cigeval.images import EncodedImage, encode_image
-from cigeval.sample import Sample, side_by_side_subjects
+from cigeval.sample import Sample
 from cigeval.session import JudgeSession
 from cigeval.tasks import TaskSpec, get_task
 from cigeval.tasks.labels import SIDE_BY_SIDE_LABELS
+from cigeval.tasks.spec import side_by_side_subjects
 from cigeval.trace import Trace
 
 if TYPE_CHECKING:

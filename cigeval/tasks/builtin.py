@@ -3,38 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from cigeval.sample import Sample
 from cigeval.tasks.registry import register_task
-from cigeval.tasks.spec import SubQuestion, TaskSpec
+from cigeval.tasks.spec import SubQuestion, TaskSample, TaskSpec
 
 
-def _text(name: str) -> Callable[[Sample], str | None]:
-    def query(sample: Sample) -> str | None:
+def _text(name: str) -> Callable[[TaskSample], str | None]:
+    def query(sample: TaskSample) -> str | None:
         value = getattr(sample, name, None)
         return str(value) if value else None
 
     return query
 
 
-def _first_of(*queries: Callable[[Sample], str | None]) -> Callable[[Sample], str | None]:
-    def query(sample: Sample) -> str | None:
+def _first_of(*queries: Callable[[TaskSample], str | None]) -> Callable[[TaskSample], str | None]:
+    def query(sample: TaskSample) -> str | None:
         return next((q for q in (f(sample) for f in queries) if q), None)
 
     return query
 
 
-def _concept(index: int) -> Callable[[Sample], str | None]:
-    def query(sample: Sample) -> str | None:
+def _concept(index: int) -> Callable[[TaskSample], str | None]:
+    def query(sample: TaskSample) -> str | None:
         concepts = sample.concepts or []
         return concepts[index] if index < len(concepts) else None
 
     return query
 
 
-def _background(sample: Sample) -> str:
+def _background(sample: TaskSample) -> str:
     return "background"
 
 
@@ -83,8 +80,8 @@ def _edit_pair(instruction_field: str = "instruction") -> tuple[SubQuestion, Sub
 
 
 def _subject_similarity(
-    query: Callable[[Sample], str | None],
-    official_query: Callable[[Sample], str | None] | None = None,
+    query: Callable[[TaskSample], str | None],
+    official_query: Callable[[TaskSample], str | None] | None = None,
 ) -> SubQuestion:
     return SubQuestion(
         id="subject_similarity",

@@ -2,26 +2,81 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from cigeval.errors import InputError
 from cigeval.tasks.labels import SIDE_BY_SIDE_CONCEPTS, condition_label, role_label
 
-if TYPE_CHECKING:
-    from cigeval.sample import Sample
+
+class SampleImageRoles(Protocol):
+    """The images of a sample as a task reads them (:class:`cigeval.sample.SampleImages`)."""
+
+    def provided(self) -> dict[str, Any]:
+        """The roles that are set."""
+        ...
 
 
-def field_text(sample: Sample, name: str) -> str | None:
+class TaskSample(Protocol):
+    """What a task reads of a sample (:class:`cigeval.sample.Sample` is one); tasks import
+    nothing of the sample module, which checks its samples against them."""
+
+    @property
+    def id(self) -> str:
+        """The sample's id."""
+        ...
+
+    @property
+    def task(self) -> str:
+        """The sample's task id."""
+        ...
+
+    @property
+    def concepts(self) -> list[str] | None:
+        """Names of the two concepts, where given."""
+        ...
+
+    @property
+    def images(self) -> SampleImageRoles:
+        """The sample's images by role."""
+        ...
+
+    @property
+    def candidates(self) -> Mapping[str, Any] | None:
+        """Several outputs by label, where given."""
+        ...
+
+    def text_fields(self) -> dict[str, str]:
+        """Every text condition that is set, by field name."""
+        ...
+
+
+#: The task whose two concept references may come as one side-by-side ``images.subject``.
+_SIDE_BY_SIDE_TASK = "multi_concept_ic"
+
+
+def side_by_side_subjects(sample: TaskSample) -> bool:
+    """True when a multi-concept sample gives both concepts in one side-by-side image.
+
+    Benchmarks such as ImagenHub ship the two concept references of a multi-concept
+    composition as one image, first concept on the left, second on the right:
+    ``images.subject`` instead of ``images.subjects``. The image loader then splits it at
+    the middle.
+    """
+    provided = sample.images.provided()
+    one_image = "subject" in provided and "subjects" not in provided
+    return sample.task == _SIDE_BY_SIDE_TASK and one_image
+
+
+def field_text(sample: TaskSample, name: str) -> str | None:
     """The value of text field ``name`` of ``sample`` (``concepts[i]``: the i-th concept).
 
     A side-by-side multi-concept sample without concept names gets the concept described by
     its half of the reference image ("the concept shown in the left half ...").
     """
     if name.startswith("concepts["):
-        from cigeval.sample import side_by_side_subjects
-
         index = int(name[len("concepts[") : -1])
         concepts = sample.concepts or []
         if index < len(concepts):
@@ -57,10 +112,10 @@ class SubQuestion:
     image_roles: tuple[str, ...]
     template: str | None = None
     condition_field: str | None = None
-    default_query: Callable[[Sample], str | None] | None = field(default=None, compare=False)
+    default_query: Callable[[TaskSample], str | None] | None = field(default=None, compare=False)
     rules: str | None = None
     extra_conditions: tuple[str, ...] = ()
-    official_query: Callable[[Sample], str | None] | None = field(default=None, compare=False)
+    official_query: Callable[[TaskSample], str | None] | None = field(default=None, compare=False)
     planned_with: str | None = None
     plan_question: str | None = None
 
@@ -68,7 +123,7 @@ class SubQuestion:
         if (self.template is None) == (self.rules is None):
             raise ValueError(f"sub-question {self.id!r} needs exactly one of template or rules")
 
-    def condition_text(self, sample: Sample) -> str | None:
+    def condition_text(self, sample: TaskSample) -> str | None:
         """The text condition shown with this question, if any."""
         if self.condition_field is None:
             return None
@@ -78,7 +133,7 @@ class SubQuestion:
         """How the condition text is introduced to the judge, e.g. 'Editing instruction'."""
         return condition_label(self.condition_field) if self.condition_field else ""
 
-    def condition_lines(self, sample: Sample) -> list[tuple[str, str]]:
+    def condition_lines(self, sample: TaskSample) -> list[tuple[str, str]]:
         """Every condition shown with this question, as (label, text), in order."""
         lines = []
         for name in (self.condition_field, *self.extra_conditions):
@@ -88,7 +143,7 @@ class SubQuestion:
         return lines
 
     def rules_text(
-        self, sample: Sample, prompt_dir: str | None = None, variant: str = "paper"
+        self, sample: TaskSample, prompt_dir: str | None = None, variant: str = "paper"
     ) -> str:
         """The scoring rules the judge reads for this question.
 
@@ -140,7 +195,7 @@ class TaskSpec:
         """Every image role the task reads, required or optional."""
         return (*self.image_roles, *self.optional_image_roles)
 
-    def validate_sample(self, sample: Sample) -> None:
+    def validate_sample(self, sample: TaskSample) -> None:
         """Raise :class:`InputError` naming every missing field or image of ``sample``."""
         problems: list[str] = []
         for name in self.text_fields:
@@ -157,8 +212,8 @@ class TaskSpec:
         for role in self.image_roles:
             if role == "subjects":
                 subjects = provided.get("subjects")
-                if subjects is None and "subject" in provided:
-                    continue  # one side-by-side image holds both concepts
+                if subjects is None and side_by_side_subjects(sample):
+                    continue
                 if subjects is None or len(subjects) != 2:
                     problems.append(
                         "images.subjects must list two concept images "
@@ -173,3 +228,42 @@ class TaskSpec:
                 problems.append(f"missing image {role!r} (images.{role})")
         if problems:
             raise InputError(f"task {self.id}: " + "; ".join(problems), sample.id)
+
+    def check_declared(
+        self,
+        sample: TaskSample,
+        fields: Sequence[str],
+        roles: Sequence[str],
+        other_fields: Sequence[str] = (),
+    ) -> None:
+        """Raise ValueError when text ``fields`` or image ``roles`` beyond a sample's built-in
+        ones are not declared by this task. A misspelling of a required field that is missing
+        is named as that missing field; of another field (``other_fields`` are the sample's
+        own, offered too), as a suggestion."""
+        unknown = [f for f in fields if f not in self.declared_text_fields]
+        unknown += [f"images.{r}" for r in roles if r not in self.declared_image_roles]
+        if not unknown:
+            return
+        provided = sample.images.provided()
+        missing = [f for f in self.text_fields if not getattr(sample, f, None)]
+        missing += [f"images.{r}" for r in self.image_roles if r not in provided]
+        known = [*self.declared_text_fields, *other_fields]
+        known += [f"images.{r}" for r in self.declared_image_roles]
+        problems, unexplained = [], []
+        for name in unknown:
+            close = difflib.get_close_matches(name, [*missing, *known], n=1, cutoff=0.75)
+            if close and close[0] in missing:
+                kind = "image" if close[0].startswith("images.") else "field"
+                problems.append(
+                    f"missing required {kind} {close[0]!r} (did you mean it instead of {name!r}?)"
+                )
+            elif close:
+                problems.append(f"unknown field {name!r} (did you mean {close[0]!r}?)")
+            else:
+                unexplained.append(name)
+        if unexplained:
+            problems.append(
+                f"unknown field(s) {', '.join(unexplained)} for task {self.id} "
+                "(a task of your own must declare its text fields and image roles)"
+            )
+        raise ValueError("; ".join(problems))
