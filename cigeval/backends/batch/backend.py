@@ -45,6 +45,11 @@ class BatchBackend:
         return self.inner.identity
 
     @property
+    def model(self) -> str:
+        """The wrapped backend's model name."""
+        return self.inner.model
+
+    @property
     def endpoint(self) -> str | None:
         """The wrapped backend's server set (part of the cache key, as on the direct path)."""
         return backend_endpoint(self.inner)

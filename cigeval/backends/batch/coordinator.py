@@ -22,10 +22,11 @@ import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from cigeval.backends.attempts import AttemptCounter, current_attempt_counter
 from cigeval.backends.batch._executor import CountingExecutor
+from cigeval.backends.batch.client import BatchClient
 from cigeval.backends.batch.lines import LineFailure, read_result_lines
 from cigeval.backends.batch.state import BatchRecord, BatchState
 from cigeval.backends.batch.stats import BatchEntry, BatchStats
@@ -35,10 +36,34 @@ from cigeval.messages import ModelResponse
 if TYPE_CHECKING:
     from openai.types import Batch
 
-    from cigeval.backends.batch.backend import BatchBackend
     from cigeval.config import RunConfig
 
 logger = logging.getLogger("cigeval.backends.batch")
+
+
+class BatchedBackend(Protocol):
+    """What the coordinator needs of a backend whose calls it batches
+    (:class:`cigeval.backends.batch.backend.BatchBackend` is one)."""
+
+    @property
+    def identity(self) -> str:
+        """The model's identity, the batch's model."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model name a batch's result lines are read for."""
+        ...
+
+    @property
+    def client(self) -> BatchClient:
+        """The Batch API client that uploads, creates and polls its batches."""
+        ...
+
+    def save(self, key: str, response: ModelResponse) -> None:
+        """Keep a reply read from a batch under its ``custom_id``."""
+        ...
+
 
 #: How long nothing may happen (no request queued, no thread job ending, no reply handed
 #: out) before a complete stage is sent, in seconds: lets the replies of the previous batch
@@ -77,7 +102,7 @@ class _Item:
     """
 
     custom_id: str
-    backend: BatchBackend
+    backend: BatchedBackend
     line: bytes
     waiters: list[asyncio.Future[ModelResponse]] = field(default_factory=list)
     attempts: int = 0
@@ -156,7 +181,7 @@ class BatchCoordinator:
             self._poke()
 
     async def request(
-        self, backend: BatchBackend, custom_id: str, line: bytes, refresh: bool = False
+        self, backend: BatchedBackend, custom_id: str, line: bytes, refresh: bool = False
     ) -> ModelResponse:
         """The reply to one request line, through a batch (a recorded one when it holds
         ``custom_id``, unless ``refresh`` and that batch was already read)."""
@@ -210,7 +235,7 @@ class BatchCoordinator:
                 loop.call_soon_threadsafe(self._poke)
 
     def _enqueue(
-        self, backend: BatchBackend, custom_id: str, line: bytes, refresh: bool
+        self, backend: BatchedBackend, custom_id: str, line: bytes, refresh: bool
     ) -> asyncio.Future[ModelResponse]:
         self._bind()
         assert self._loop is not None
@@ -309,7 +334,7 @@ class BatchCoordinator:
 
     # -- one batch -------------------------------------------------------------------------
 
-    async def _submit(self, backend: BatchBackend, chunk: list[_Item], stage: int) -> None:
+    async def _submit(self, backend: BatchedBackend, chunk: list[_Item], stage: int) -> None:
         client = backend.client
         data = b"".join(item.line for item in chunk)
         try:
@@ -357,7 +382,7 @@ class BatchCoordinator:
                 )
             )
 
-    async def _poll(self, backend: BatchBackend, record: BatchRecord) -> None:
+    async def _poll(self, backend: BatchedBackend, record: BatchRecord) -> None:
         """Wait for a batch to end, then hand out its replies and failures."""
         client = backend.client
         self._record(record)
@@ -375,7 +400,7 @@ class BatchCoordinator:
             for file_id in (batch.output_file_id, batch.error_file_id):
                 if file_id:
                     data = await client.download(file_id)
-                    results.update(read_result_lines(data, backend.inner.model, client.endpoint))
+                    results.update(read_result_lines(data, backend.model, client.endpoint))
         except BackendError as exc:
             self._pollers.pop(record.id, None)
             where = f" in {self.state.path}" if self.state.path else ""
@@ -395,7 +420,7 @@ class BatchCoordinator:
 
     def _settle(
         self,
-        backend: BatchBackend,
+        backend: BatchedBackend,
         record: BatchRecord,
         batch: Batch,
         results: dict[str, ModelResponse | LineFailure],
