@@ -19,9 +19,9 @@ Sub-packages hold the rest: :mod:`cigeval.tasks`, :mod:`cigeval.tools`,
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from cigeval._lazy import lazy_exports
 from cigeval._version import __version__
 
 if TYPE_CHECKING:
@@ -142,14 +142,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cigeval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC, __all__)

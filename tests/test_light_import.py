@@ -132,3 +132,29 @@ def test_the_evaluate_flags_load_no_numpy_pil_tool_or_engine_code() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == ""
+
+
+LAZY_PACKAGES = (
+    "cigeval",
+    "cigeval.backends",
+    "cigeval.engines",
+    "cigeval.meta",
+    "cigeval.runs",
+    "cigeval.tasks",
+    "cigeval.tools",
+)
+
+
+def test_every_lazy_package_lists_and_refuses_names_the_same_way() -> None:
+    import importlib
+
+    import pytest
+
+    for package in LAZY_PACKAGES:
+        module = importlib.import_module(package)
+        assert dir(module) == sorted(module.__all__), package
+        with pytest.raises(AttributeError) as refused:
+            module.no_such_name  # noqa: B018
+        assert str(refused.value) == f"module {package!r} has no attribute 'no_such_name'"
+        for name in module.__all__:
+            assert getattr(module, name) is getattr(module, name), f"{package}.{name}"

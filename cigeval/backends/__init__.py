@@ -8,8 +8,9 @@ openai client, the Anthropic SDK, LiteLLM, torch, transformers nor langchain.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from cigeval._lazy import lazy_exports
 from cigeval.backends.attempts import note_http_attempt
 from cigeval.backends.base import Backend, Preflight, backend_endpoint
 from cigeval.backends.cache import (
@@ -58,6 +59,7 @@ __all__ = [
     "resolve_backend",
 ]
 
+#: The provider modules load on first use (the openai client takes a noticeable time to import).
 _LAZY = {
     "AnthropicBackend": "cigeval.backends.anthropic_backend",
     "AzureOpenAIBackend": "cigeval.backends.azure_backend",
@@ -69,10 +71,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # The openai client takes a noticeable time to import; load it on first use.
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'cigeval.backends' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -7,22 +7,18 @@ Ray engine's module loads on first use of its names, so the engine settings stay
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from cigeval._lazy import lazy_exports
 from cigeval.engines.settings import EngineConfig
 
 if TYPE_CHECKING:
     from cigeval.engines.ray_engine import evaluate_dataset, ray_session, record_of
 
 #: Names of the Ray engine's module, loaded on first access.
-_LAZY = ("evaluate_dataset", "ray_session", "record_of")
+_LAZY = {name: ".ray_engine" for name in ("evaluate_dataset", "ray_session", "record_of")}
 
 __all__ = ["EngineConfig", "evaluate_dataset", "ray_session", "record_of"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'cigeval.engines' has no attribute {name!r}")
-    from cigeval.engines import ray_engine
-
-    return getattr(ray_engine, name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

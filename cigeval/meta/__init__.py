@@ -10,7 +10,9 @@ return a :class:`MetaResult` with ``.tasks``, ``.average``, ``.per_model``, ``.c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cigeval._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cigeval.meta.autometrics import load_autometrics
@@ -47,43 +49,43 @@ if TYPE_CHECKING:
 #: Public names, each loaded from its module on first access (so importing one module of
 #: the package, e.g. :mod:`cigeval.meta.stats`, loads no other).
 _LAZY = {
-    "average_correlations": "average",
-    "average_tasks": "average",
-    "AVERAGINGS": "average",
-    "BadCell": "cells",
-    "benchmark_samples": "human",
-    "bootstrap_ci": "stats",
-    "combine_scores": "combine",
-    "correlation": "stats",
-    "coverage_table": "evaluate",
-    "DIMENSIONS": "human",
-    "EXCLUDED_BY_DEFAULT": "human",
-    "export_trajectories": "trajectories",
-    "ExportReport": "trajectories",
-    "human_baseline": "evaluate",
-    "load_autometrics": "autometrics",
-    "load_cigeval_results": "scores",
-    "load_human_ratings": "human",
-    "load_rater_ratings": "human",
-    "load_scores": "scores",
-    "load_split": "split",
-    "load_viescore_tsv": "scores",
-    "make_split": "split",
-    "meta_evaluate": "evaluate",
-    "MetaResult": "result",
-    "METHODS": "stats",
-    "MissingImage": "trajectories",
-    "paper_rounding": "average",
-    "records_to_frame": "scores",
-    "Rounding": "average",
-    "rows_table": "result",
-    "rows_to_dict": "result",
-    "samples_of_records": "split",
-    "save_split": "split",
-    "Selection": "selection",
-    "selection_of": "selection",
-    "Split": "split",
-    "split_runs": "frames",
+    "average_correlations": ".average",
+    "average_tasks": ".average",
+    "AVERAGINGS": ".average",
+    "BadCell": ".cells",
+    "benchmark_samples": ".human",
+    "bootstrap_ci": ".stats",
+    "combine_scores": ".combine",
+    "correlation": ".stats",
+    "coverage_table": ".evaluate",
+    "DIMENSIONS": ".human",
+    "EXCLUDED_BY_DEFAULT": ".human",
+    "export_trajectories": ".trajectories",
+    "ExportReport": ".trajectories",
+    "human_baseline": ".evaluate",
+    "load_autometrics": ".autometrics",
+    "load_cigeval_results": ".scores",
+    "load_human_ratings": ".human",
+    "load_rater_ratings": ".human",
+    "load_scores": ".scores",
+    "load_split": ".split",
+    "load_viescore_tsv": ".scores",
+    "make_split": ".split",
+    "meta_evaluate": ".evaluate",
+    "MetaResult": ".result",
+    "METHODS": ".stats",
+    "MissingImage": ".trajectories",
+    "paper_rounding": ".average",
+    "records_to_frame": ".scores",
+    "Rounding": ".average",
+    "rows_table": ".result",
+    "rows_to_dict": ".result",
+    "samples_of_records": ".split",
+    "save_split": ".split",
+    "Selection": ".selection",
+    "selection_of": ".selection",
+    "Split": ".split",
+    "split_runs": ".frames",
 }
 
 __all__ = [
@@ -127,10 +129,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cigeval.meta' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"cigeval.meta.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

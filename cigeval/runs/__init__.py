@@ -13,9 +13,9 @@ status, and the end-of-run callbacks (:data:`RunCallback`) that experiment track
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from cigeval._lazy import lazy_exports
 from cigeval.runs.status import (
     EXIT_CIRCUIT_BREAKER,
     EXIT_INTERRUPTED,
@@ -55,14 +55,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

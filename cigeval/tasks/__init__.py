@@ -7,8 +7,9 @@ the command line), or from a plugin package's ``cigeval.tasks`` entry point.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from cigeval._lazy import lazy_exports
 from cigeval.tasks import builtin as _builtin  # noqa: F401  (registers the built-ins)
 from cigeval.tasks.ids import IMAGENHUB_TASK_NAMES, PAPER_TASK_ORDER, TASK_IDS, TaskId
 from cigeval.tasks.registry import get_task, register_task, task_names
@@ -32,10 +33,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The task-file reader (pydantic) loads on first use, so listing tasks starts fast.
-    if name in ("load_tasks_file", "read_tasks_file"):
-        from cigeval.tasks import files
+#: The task-file reader (pydantic) loads on first use, so listing tasks starts fast.
+_LAZY = {"load_tasks_file": ".files", "read_tasks_file": ".files"}
 
-        return getattr(files, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

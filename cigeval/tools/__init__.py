@@ -8,8 +8,9 @@ Heavy dependencies (torch, transformers, OpenCV, rapidocr) load on a tool's firs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from cigeval._lazy import lazy_exports
 from cigeval.tools.base import Box, Tool, ToolCache, ToolContext, ToolResult
 
 # Imported here, not lazily: the function shares its name with its module.
@@ -46,20 +47,20 @@ if TYPE_CHECKING:
 
 #: Public names defined in the tool modules, loaded on first access.
 _LAZY = {
-    "merge_boxes": "boxes",
-    "DifferenceConfig": "settings",
-    "DifferenceReport": "difference",
-    "DifferenceTool": "difference",
-    "compare_images": "difference",
-    "find_changed_regions": "difference",
-    "GroundingConfig": "settings",
-    "GroundingDinoDetector": "grounding",
-    "GroundingTool": "grounding",
-    "best_per_phrase": "grounding",
-    "normalize_query": "grounding",
-    "OCRTool": "ocr",
-    "read_text": "ocr",
-    "SceneGraphTool": "scene_graph",
+    "merge_boxes": ".boxes",
+    "DifferenceConfig": ".settings",
+    "DifferenceReport": ".difference",
+    "DifferenceTool": ".difference",
+    "compare_images": ".difference",
+    "find_changed_regions": ".difference",
+    "GroundingConfig": ".settings",
+    "GroundingDinoDetector": ".grounding",
+    "GroundingTool": ".grounding",
+    "best_per_phrase": ".grounding",
+    "normalize_query": ".grounding",
+    "OCRTool": ".ocr",
+    "read_text": ".ocr",
+    "SceneGraphTool": ".scene_graph",
 }
 
 __all__ = [
@@ -95,10 +96,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cigeval.tools' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"cigeval.tools.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
