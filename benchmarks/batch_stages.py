@@ -2,7 +2,7 @@
 
 Runs N samples cycling through the seven tasks through the cigeval agent (tools Difference
 and Scene Graph, two rounds, so a sample makes 3 to 6 dependent calls) against the batch
-test double on 127.0.0.1 (``tests/batch_server.py``: OpenAI files + batches endpoints,
+test double on 127.0.0.1 (``cigeval/testing/batch_server.py``: OpenAI files + batches endpoints,
 answering with ``cigeval.rule_judge``), and prints, per run, each stage's batches with their
 request counts and the wall time. The double answers a batch on its second status check,
 so wall time is cigeval's own work plus two polls per stage, not a provider's queue.
@@ -23,7 +23,7 @@ from common import samples
 from cigeval.config import RunConfig
 from cigeval.evaluation import Evaluator
 from cigeval.testing import request_text, rule_judge
-from tests.batch_server import FakeBatchServer
+from cigeval.testing.batch_server import FakeBatchServer
 
 
 def _kind(body: dict[str, object]) -> str:

@@ -85,7 +85,7 @@ def write_sample_set(folder: Path, count: int, size: int, first: int = 0) -> Pat
     import numpy as np
     from PIL import Image, ImageDraw
 
-    from tests.samples_factory import seven_task_samples, variant
+    from cigeval.testing.samples_factory import seven_task_samples, variant
 
     images = folder / "images"
     images.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from cigeval.sample import Sample, sample_from_dict  # noqa: E402
-from tests.samples_factory import seven_task_samples, variant  # noqa: E402
+from cigeval.testing.samples_factory import seven_task_samples, variant  # noqa: E402
 
 
 def sample_dicts(folder: Path, count: int, tag: str = "") -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
     python benchmarks/compare_simulations.py [--sims 2000] [--pairs 300] [--bootstrap 1000]
 
 For each setting, runs ``--sims`` seeded experiments of ``--pairs`` conditions through
-cigeval's paired statistics (tests/comparisons/simulate.py) and prints: how often the paired
+cigeval's paired statistics (cigeval/testing/simulate.py) and prints: how often the paired
 95% interval covered the true difference, how often it excluded zero, how often the signed-rank
 test rejected at 5%, how often the two generators' independent 95% intervals overlapped, and
 the time per experiment. Also times ``cigeval.compare`` on 8 generators x 1,000 conditions.
@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cigeval import compare
-from tests.comparisons.simulate import simulate
+from cigeval.testing.simulate import simulate
 
 SETTINGS = (
     ("continuous", 0.0, "no difference"),

@@ -28,7 +28,7 @@ from cigeval.messages import ModelRequest, ModelResponse, Usage
 from cigeval.results import ResultsWriter
 from cigeval.sample import iter_samples_file
 from cigeval.testing import rule_judge
-from tests.samples_factory import seven_task_samples
+from cigeval.testing.samples_factory import seven_task_samples
 
 
 def write_samples(folder: Path, count: int) -> Path:

@@ -3,9 +3,9 @@
     python benchmarks/probe_cost.py [--latency 1.0] [--concurrency 8]
 
 Runs the whole probe set (seven tasks, every kind) per rubric against a scripted judge that
-answers after ``--latency`` seconds (the offline judge of tests/probe_judges.py, which reads
-the images), with no response cache, and prints how many samples, calls, images and image
-bytes a probe run sends, and how long it takes at that latency.
+answers after ``--latency`` seconds (the offline judge of cigeval/testing/probe_judges.py,
+which reads the images), with no response cache, and prints how many samples, calls, images
+and image bytes a probe run sends, and how long it takes at that latency.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from cigeval.backends.scripted import ScriptedBackend  # noqa: E402
 from cigeval.config import RunConfig  # noqa: E402
 from cigeval.messages import ModelRequest  # noqa: E402
 from cigeval.probes import run_probes  # noqa: E402
-from tests.probe_judges import probe_judge  # noqa: E402
+from cigeval.testing.probe_judges import probe_judge  # noqa: E402
 
 RUBRICS = ("cigeval", "viescore", "instruction_fidelity", "lmm_score")
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cigeval.report import write_report
 from cigeval.tasks import get_task, task_names
-from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from cigeval.testing.browser import CHROMIUM, CHROMIUM_ARGS
 
 WORDS = ("the", "red", "car", "on", "a", "wet", "street", "beside", "small", "dog", "under",
          "soft", "evening", "light")  # fmt: skip

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.local_http import LocalHTTPService
+from cigeval.testing.local_http import LocalHTTPService
 
 #: A reply function gets the request as a chat body (``{"messages": [...]}``, the system
 #: text first as a system message) and returns the reply text.

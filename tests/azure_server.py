@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs
 
-from tests.openai_server import FakeOpenAIServer
+from cigeval.testing.openai_server import FakeOpenAIServer
 
 _ROUTE = re.compile(r"/openai/deployments/([^/]+)/chat/completions")
 

@@ -9,8 +9,8 @@ from typing import Any
 from cigeval.cli import main
 from cigeval.results import read_records
 from cigeval.testing import request_text, rule_judge
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
 #: Tools that run here without weights; Scene Graph makes judge calls of its own. The
 #: extended method runs Difference in every task, so every stage has tool work in it.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cigeval.cli import main
-from tests.openai_server import FakeOpenAIServer
+from cigeval.testing.openai_server import FakeOpenAIServer
 
 
 def evaluate_cli(

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from cigeval.testing.openai_server import FakeOpenAIServer
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -47,3 +49,10 @@ def private_cache(
 ) -> None:
     """Each test gets its own response cache, never the user's (tests may set their own)."""
     monkeypatch.setenv("CIGEVAL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAIServer]:
+    """A started :class:`FakeOpenAIServer` replying "ok"; set ``.replies`` to script it."""
+    with FakeOpenAIServer() as server:
+        yield server

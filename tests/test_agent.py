@@ -16,9 +16,9 @@ from cigeval.messages import ModelRequest
 from cigeval.sample import sample_from_dict
 from cigeval.tasks import TASK_IDS, get_task
 from cigeval.testing import request_text, rule_judge
+from cigeval.testing.samples_factory import seven_task_samples
 from cigeval.tools import ToolResult, register_tool, unregister_tool
 from cigeval.trace import Trace
-from tests.samples_factory import seven_task_samples
 
 #: The scripted judges never ask for Grounding, whose weights are not on this machine, so
 #: the preflight (which would load them) is off.

@@ -16,10 +16,10 @@ from cigeval.errors import MissingDependency
 from cigeval.messages import ModelRequest
 from cigeval.sample import sample_from_dict
 from cigeval.testing import request_text, rule_judge
+from cigeval.testing.samples_factory import seven_task_samples
 from cigeval.tools import GroundingTool, ToolContext, ToolResult
 from cigeval.tools.registry import TOOLS
 from tests.judge_view import RecordingDetector
-from tests.samples_factory import seven_task_samples
 
 #: The scripted judges never ask for Grounding, whose weights are not on this machine, so
 #: the preflight (which would load them) is off.

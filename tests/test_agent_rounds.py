@@ -17,9 +17,9 @@ from cigeval.messages import ImagePart, ModelRequest
 from cigeval.meta import export_trajectories
 from cigeval.sample import sample_from_dict
 from cigeval.testing import request_text
+from cigeval.testing.samples_factory import seven_task_samples
 from cigeval.tools import ToolContext, ToolResult
 from cigeval.tools.registry import TOOLS
-from tests.samples_factory import seven_task_samples
 
 NO_CACHE = RunConfig(use_cache=False)
 PLAN = '[{"task_id": "1", "reasoning": "check the apple", "used": "yes", "tool": "Probe"}]'

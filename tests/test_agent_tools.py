@@ -10,9 +10,9 @@ from cigeval import Evaluator, RunConfig
 from cigeval.backends import ScriptedBackend
 from cigeval.sample import sample_from_dict
 from cigeval.testing import request_text, rule_judge
+from cigeval.testing.samples_factory import seven_task_samples
 from cigeval.tools import GroundingConfig
 from cigeval.tools import grounding as grounding_module
-from tests.samples_factory import seven_task_samples
 from tests.tiny_grounding import build_tiny_grounding_dino
 
 

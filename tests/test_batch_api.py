@@ -17,7 +17,7 @@ from cigeval.backends.scripted import ScriptedBackend
 from cigeval.errors import ConfigError
 from cigeval.sample import iter_samples_file
 from cigeval.testing import request_text, rule_judge
-from tests.batch_server import FakeBatchServer
+from cigeval.testing.batch_server import FakeBatchServer
 from tests.batch_support import (
     judge,
     normalised,

@@ -13,7 +13,7 @@ from cigeval import Evaluator, RunConfig
 from cigeval.sample import iter_samples_file
 from cigeval.score import Score
 from cigeval.testing import rule_judge
-from tests.batch_server import FakeBatchServer
+from cigeval.testing.batch_server import FakeBatchServer
 from tests.batch_support import study
 
 #: Text found only in the prompts of the text-to-image sample (id t2i).
@@ -93,7 +93,7 @@ def test_a_failed_batch_without_retries_fails_its_samples_with_the_provider_mess
 
 
 def test_a_server_without_the_batch_endpoints_fails_every_sample_clearly(tmp_path: Path) -> None:
-    from tests.openai_server import FakeOpenAIServer
+    from cigeval.testing.openai_server import FakeOpenAIServer
 
     with FakeOpenAIServer(rule_judge()) as server:
         # past the preflight (which refuses such a server before any sample, see

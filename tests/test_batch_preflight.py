@@ -14,10 +14,10 @@ import pytest
 from cigeval import Evaluator, RunConfig
 from cigeval.errors import PreflightError
 from cigeval.testing import rule_judge
-from tests.batch_server import FakeBatchServer
+from cigeval.testing.batch_server import FakeBatchServer
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.batch_server import FakeBatchServer
+from cigeval.testing.batch_server import FakeBatchServer
 from tests.batch_support import TOOLS, judge, normalised, records_by_id, run_cli, study
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,9 +11,9 @@ from cigeval.cli import main
 from cigeval.results.jsonl import read_records
 from cigeval.tasks import get_task
 from cigeval.testing import request_text, rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 SECRET = "sk-test-SECRET-key-123456"
 

@@ -15,12 +15,12 @@ from PIL import Image
 
 from cigeval.results.jsonl import read_records
 from cigeval.testing import request_text, rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer, RecordedRequest
+from cigeval.testing.samples_factory import write_jsonl
 from cigeval.tools import ToolContext, ToolResult
 from cigeval.tools.registry import TOOLS
 from tests.cli_support import evaluate_cli
 from tests.judge_view import fidelity_samples, jpeg75, with_ids
-from tests.openai_server import FakeOpenAIServer, RecordedRequest
-from tests.samples_factory import write_jsonl
 
 
 @pytest.fixture

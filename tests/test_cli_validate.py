@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from cigeval.cli import main
-from tests.samples_factory import seven_task_samples, write_jsonl
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
 
 def test_validate_reports_each_bad_line_and_exits_1(tmp_path: Path, capsys):

@@ -25,10 +25,10 @@ from cigeval.results.jsonl import read_records
 from cigeval.rubrics import define_rubric
 from cigeval.sample import sample_from_dict
 from cigeval.testing import request_text, rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, variant, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
 from tests.rubrics.support import COLOURS, evaluator, image, make_sample, output_image, reply
-from tests.samples_factory import seven_task_samples, variant, write_jsonl
 
 #: Scores the judge gives; "10" is there so that a cut "1" would be a wrong number.
 SCORES = ("10", "3", "10", "7", "1", "10", "5", "0")

@@ -26,9 +26,9 @@ from cigeval.results.jsonl import ResultsWriter
 from cigeval.results.lock import ResultsLock, ResultsLocked, lock_path
 from cigeval.score import Score
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ("--tools", "Difference,Scene Graph")

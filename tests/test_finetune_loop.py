@@ -17,9 +17,9 @@ import pytest
 from cigeval.cli import main
 from cigeval.results import read_records
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 pytest.importorskip("trl")
 pytest.importorskip("peft")

@@ -9,7 +9,7 @@ from cigeval.results.fingerprint import (
     settings_of_record,
 )
 from cigeval.testing import rule_judge
-from tests.samples_factory import make_image
+from cigeval.testing.samples_factory import make_image
 
 
 def _record(tmp_path: Path, **overrides):

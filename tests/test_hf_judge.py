@@ -14,7 +14,7 @@ import pytest
 
 from cigeval import Evaluator, RunConfig
 from cigeval.sample import sample_from_dict
-from tests.samples_factory import seven_task_samples
+from cigeval.testing.samples_factory import seven_task_samples
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")

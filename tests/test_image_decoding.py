@@ -29,7 +29,7 @@ from cigeval.images import (
 )
 from cigeval.results import read_records
 from cigeval.testing import request_text, rule_judge
-from tests.samples_factory import seven_task_samples, write_jsonl
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
 
 def noise(size: tuple[int, int] = (64, 48)) -> Image.Image:

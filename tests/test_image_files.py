@@ -10,9 +10,9 @@ from PIL import Image
 
 from cigeval.results import read_records
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 
 @pytest.mark.parametrize("method", ["paper", "extended"])

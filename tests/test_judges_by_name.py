@@ -24,9 +24,9 @@ import pytest
 from cigeval.cli import main
 from cigeval.results.jsonl import read_records
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
 from tests.anthropic_server import FakeAnthropicServer
 from tests.azure_server import FakeAzureServer
-from tests.openai_server import FakeOpenAIServer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "samples.jsonl"
 TOOLS = ("--tools", "Difference,Scene Graph")  # no GroundingDINO weights here

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cigeval.testing import rule_judge
-from tests.openai_server import FakeOpenAIServer
+from cigeval.testing.openai_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 

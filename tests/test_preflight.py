@@ -18,10 +18,10 @@ from cigeval import Evaluator
 from cigeval.cli import main
 from cigeval.errors import PreflightError
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from cigeval.tools import grounding as grounding_module
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 NO_GROUNDING = ("--tools", "Difference,Scene Graph")
 

@@ -17,8 +17,8 @@ from cigeval.cli import main
 from cigeval.prompts import templates_sha256
 from cigeval.results.jsonl import read_records
 from cigeval.testing import request_text, rule_judge
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
 TOOLS = ("--tools", "Difference,Scene Graph")
 

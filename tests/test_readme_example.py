@@ -20,10 +20,10 @@ from PIL import Image
 
 import cigeval
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.tools import GroundingTool
 from cigeval.tools.registry import TOOLS
 from tests.judge_view import RecordingDetector
-from tests.openai_server import FakeOpenAIServer
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -23,8 +23,8 @@ from cigeval.config import RunConfig
 from cigeval.evaluation import Evaluator
 from cigeval.results import read_records
 from cigeval.testing import rule_judge
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
 #: Fields that measure time, different in every run.
 TIMINGS = {("usage", "wall_ms"), ("trace", "time"), ("trace", "latency_s")}

@@ -15,10 +15,10 @@ from cigeval.backends.registry import BACKENDS
 from cigeval.messages import ModelRequest, Usage
 from cigeval.sample import sample_from_dict
 from cigeval.testing import request_text, rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import write_jsonl
 from tests.cli_support import evaluate_cli
 from tests.judge_view import fidelity_samples
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import write_jsonl
 
 GRAPH = {"objects": [{"name": "apple", "attributes": ["red"]}], "relationships": []}
 

@@ -33,10 +33,10 @@ from cigeval.parsing import extract_json, parse_judgement, parse_score
 from cigeval.results.jsonl import read_records
 from cigeval.tasks import get_task
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import make_image, seven_task_samples, variant, write_jsonl
 from cigeval.tools.registry import registered_tools
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import make_image, seven_task_samples, variant, write_jsonl
 
 SECRET = "sk-sturdy-SECRET-0123456789abcdef"
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,9 +18,9 @@ from cigeval.rubrics import define_rubric
 from cigeval.rules import AGGREGATE_RULES, TIEBREAK_WEIGHT, aggregate, min_tiebreak_mean
 from cigeval.sample import sample_from_dict
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples
 
 NO_CACHE = RunConfig(use_cache=False)
 #: edit_success 3 and over_editing 8: min 3, the other 5 points higher.

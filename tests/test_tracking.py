@@ -17,9 +17,9 @@ from cigeval.cli import main
 from cigeval.report.stats import bootstrap_mean_interval
 from cigeval.results.jsonl import read_records
 from cigeval.testing import rule_judge
-from tests.openai_server import FakeOpenAIServer
-from tests.probe_judges import probe_judge
-from tests.samples_factory import seven_task_samples, write_jsonl
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.probe_judges import probe_judge
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
 TOOLS = ("--tools", "Difference,Scene Graph")
 

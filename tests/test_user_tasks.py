@@ -17,9 +17,9 @@ from cigeval.sample import sample_from_dict
 from cigeval.tasks import SubQuestion, TaskSpec, get_task, load_tasks_file, task_names
 from cigeval.tasks.registry import TASKS
 from cigeval.testing import request_text
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import make_image, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import make_image, write_jsonl
 
 LOGO_RULES = (
     "Score from 0 to 10 how intact the logo is in the second image. The requested style "

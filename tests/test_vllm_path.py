@@ -13,8 +13,8 @@ from pathlib import Path
 from cigeval.cli import main
 from cigeval.results import read_records
 from cigeval.testing import rule_judge
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
 
 def test_a_served_model_is_judged_with_round_robin_over_replicas(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Backend test setup: the fake OpenAI server fixture and a clean OpenAI environment."""
+"""Backend test setup: the fake Anthropic server fixture and a clean OpenAI environment."""
 
 from __future__ import annotations
 
@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-# The fake server lives in tests/openai_server.py for reuse by other test folders.
+# The fake Anthropic server lives in tests/anthropic_server.py for reuse by other test folders.
 _ROOT = str(Path(__file__).resolve().parents[2])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from tests.anthropic_server import anthropic_server  # noqa: E402, F401
-from tests.openai_server import openai_server  # noqa: E402, F401
 
 
 @pytest.fixture(autouse=True)

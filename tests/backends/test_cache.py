@@ -21,7 +21,7 @@ from cigeval.backends import (
 )
 from cigeval.errors import BackendError
 from cigeval.messages import GenerationSettings, Message, ModelRequest, ModelResponse, Usage
-from tests.openai_server import FakeOpenAIServer
+from cigeval.testing.openai_server import FakeOpenAIServer
 
 from .support import SECRET_KEY, image_request, make_image
 

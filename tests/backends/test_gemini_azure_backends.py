@@ -11,8 +11,8 @@ from cigeval.backends.gemini_backend import GeminiBackend
 from cigeval.backends.resolve import resolve_backend
 from cigeval.config import RunConfig
 from cigeval.errors import ConfigError, PreflightError
+from cigeval.testing.openai_server import FakeOpenAIServer
 from tests.azure_server import FakeAzureServer
-from tests.openai_server import FakeOpenAIServer
 
 from .support import SECRET_KEY, image_request, make_image
 

@@ -12,8 +12,8 @@ pytest.importorskip("litellm", reason="the litellm extra is not installed")
 from cigeval.backends.litellm_backend import LiteLLMBackend
 from cigeval.backends.resolve import resolve_backend
 from cigeval.errors import BackendError, ConfigError, PreflightError
+from cigeval.testing.openai_server import FakeOpenAIServer
 from tests.anthropic_server import FakeAnthropicServer
-from tests.openai_server import FakeOpenAIServer
 
 from .support import SECRET_KEY, image_request, make_image
 

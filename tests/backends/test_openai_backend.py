@@ -12,7 +12,7 @@ import pytest
 from cigeval.backends import OpenAIBackend, RateLimiter
 from cigeval.errors import BackendError, ConfigError
 from cigeval.messages import GenerationSettings, Message, ModelRequest
-from tests.openai_server import FakeOpenAIServer
+from cigeval.testing.openai_server import FakeOpenAIServer
 
 from .support import SECRET_KEY, image_request, make_image
 

@@ -17,7 +17,7 @@ from cigeval.backends import (
 )
 from cigeval.config import RunConfig
 from cigeval.errors import ConfigError
-from tests.openai_server import FakeOpenAIServer
+from cigeval.testing.openai_server import FakeOpenAIServer
 
 from .support import SECRET_KEY, image_request
 

@@ -10,10 +10,10 @@ import pytest
 from cigeval.cli import main
 from cigeval.results import read_records
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from cigeval.tools import registered_tools, unregister_tool
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 #: A tool module as a user writes it: it registers the tool when imported.
 TOOL_MODULE = """

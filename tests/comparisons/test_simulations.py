@@ -8,7 +8,7 @@ errors wide. benchmarks/compare_simulations.py prints the same figures over more
 
 from __future__ import annotations
 
-from tests.comparisons.simulate import simulate
+from cigeval.testing.simulate import simulate
 
 SIMS = 400
 

@@ -20,10 +20,10 @@ from cigeval.errors import ConfigError, MissingDependency
 from cigeval.results.jsonl import read_records
 from cigeval.sample import sample_from_dict
 from cigeval.testing import request_text, rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
 from tests.engines.records import normalised, records_by_id
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 

@@ -17,8 +17,8 @@ import pytest
 
 from cigeval.results.jsonl import read_records
 from cigeval.testing import rule_judge
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,7 @@ from cigeval.meta.imagenhub_samples import imagenhub_samples, sample_for
 from cigeval.sample import sample_from_dict
 from cigeval.tasks.labels import condition_label
 from cigeval.testing import request_text, rule_judge, template_of
-from tests.openai_server import FakeOpenAIServer
+from cigeval.testing.openai_server import FakeOpenAIServer
 
 TASK, FOLDER = "subject_driven_ie", "ImagenHub_Subject-Driven_IE"
 PER_MODEL = 15

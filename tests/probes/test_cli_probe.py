@@ -14,8 +14,8 @@ import pytest
 from cigeval.cli import main
 from cigeval.tasks.ids import TASK_IDS
 from cigeval.testing import rule_judge
-from tests.openai_server import FakeOpenAIServer
-from tests.probe_judges import probe_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.probe_judges import probe_judge
 
 SEVEN = list(TASK_IDS)
 

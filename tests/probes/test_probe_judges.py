@@ -15,7 +15,7 @@ from cigeval.evaluation._sync import run_sync
 from cigeval.probes import ProbeReport, build_probe_set, run_probe_set, run_probes
 from cigeval.tasks.ids import TASK_IDS
 from cigeval.testing import rule_judge
-from tests.probe_judges import constant_scorer, probe_judge, request_parts, text_scorer
+from cigeval.testing.probe_judges import constant_scorer, probe_judge, request_parts, text_scorer
 
 #: The scripted judges never ask for Grounding (no weights here): no preflight.
 NO_CACHE = RunConfig(cache_dir=None, use_cache=False, preflight=False)

@@ -17,7 +17,7 @@ from cigeval.probes import (
     render_table,
     run_probes,
 )
-from tests.probe_judges import constant_scorer, probe_judge
+from cigeval.testing.probe_judges import constant_scorer, probe_judge
 
 TASKS = ["text_guided_ie", "control_guided_ig"]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 HOSTILE_PROMPT = "<script>window.__pwned=1</script> a red square"
 HOSTILE_REASONING = "</script><img src=x onerror=window.__pwned=2> looks fine"

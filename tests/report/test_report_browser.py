@@ -12,7 +12,7 @@ import pytest
 from PIL import Image, ImageStat
 
 from cigeval.report import write_report
-from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from cigeval.testing.browser import CHROMIUM, CHROMIUM_ARGS
 from tests.report.conftest import JudgedRun
 
 # CI sets CIGEVAL_REQUIRE_BROWSER=1 (.ci/run): there a missing browser fails instead of skipping.

@@ -15,7 +15,7 @@ from PIL import Image, ImageStat
 
 from cigeval.cli import main
 from cigeval.report import build_report, write_report
-from tests.browser import CHROMIUM, CHROMIUM_ARGS
+from cigeval.testing.browser import CHROMIUM, CHROMIUM_ARGS
 
 HOSTILE = "<img src=x onerror=window.__pwned=3>"
 GENERATORS = ("GenA", "GenB", HOSTILE)

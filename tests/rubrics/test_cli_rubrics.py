@@ -14,8 +14,8 @@ from cigeval.backends.scripted import ScriptedBackend
 from cigeval.meta.scores import load_cigeval_results
 from cigeval.results.jsonl import read_records
 from cigeval.rubrics.viescore import ViescoreRubric
+from cigeval.testing.openai_server import FakeOpenAIServer
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
 
 from .support import (
     COLOURS,

@@ -240,9 +240,9 @@ def test_a_samples_file_of_candidates_through_evaluate_meta_and_report(
     tmp_path, monkeypatch, capsys
 ):
     from cigeval.cli import main
+    from cigeval.testing.openai_server import FakeOpenAIServer
+    from cigeval.testing.samples_factory import make_image, write_jsonl
     from tests.cli_support import evaluate_cli
-    from tests.openai_server import FakeOpenAIServer
-    from tests.samples_factory import make_image, write_jsonl
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("CIGEVAL_CACHE_DIR", str(tmp_path / "cache"))

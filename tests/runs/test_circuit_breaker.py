@@ -24,8 +24,8 @@ from cigeval.runs import EXIT_CIRCUIT_BREAKER
 from cigeval.runs.breaker import CircuitBreaker
 from cigeval.score import Score
 from cigeval.testing import rule_judge
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import write_jsonl
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import write_jsonl
 from tests.test_sturdiness import distinct_samples
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,7 +127,7 @@ def _free_port() -> int:
 def _server_process(port: int) -> subprocess.Popen[bytes]:
     """A judge server in a process of its own, so it can be killed like a real one."""
     code = (
-        "import sys, time; from tests.openai_server import FakeOpenAIServer; "
+        "import sys, time; from cigeval.testing.openai_server import FakeOpenAIServer; "
         "from cigeval.testing import rule_judge; "
         f"FakeOpenAIServer(rule_judge(), latency_s=0.03, port={port}).start(); "
         "print('up', flush=True); time.sleep(3600)"

@@ -15,9 +15,9 @@ from cigeval.results import RunSummary, read_records
 from cigeval.sample import sample_from_dict
 from cigeval.score import Score
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 
 def _score(sample_id: str, **usage: int) -> Score:

@@ -16,8 +16,8 @@ from cigeval.messages import ModelResponse, Usage
 from cigeval.runs import progress
 from cigeval.runs.progress import counting_calls
 from cigeval.testing import rule_judge
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from cigeval.results import ResultsLock, ResultsLocked, read_records
 from cigeval.runs import RunOptions, RunResult, run_samples
 from cigeval.sample import iter_samples_file, sample_from_dict
 from cigeval.testing import request_text, rule_judge
-from tests.samples_factory import seven_task_samples, write_jsonl
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
 TOOLS = EvalConfig(tools=("Difference",))
 

@@ -13,9 +13,9 @@ import cigeval.results.jsonl as jsonl
 from cigeval.results import ResultsLock, ResultsLocked, ResultsWriter, read_records
 from cigeval.results.lock import lock_path
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 TOOLS = ("--tools", "Difference")
 

@@ -19,9 +19,9 @@ from cigeval.rubrics import register_rubric
 from cigeval.rubrics.registry import RUBRICS
 from cigeval.score import Verdict
 from cigeval.testing import rule_judge
+from cigeval.testing.openai_server import FakeOpenAIServer
+from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
-from tests.openai_server import FakeOpenAIServer
-from tests.samples_factory import seven_task_samples, write_jsonl
 
 TOOLS = ("--tools", "Difference")
 

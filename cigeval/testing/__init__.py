@@ -12,6 +12,15 @@ It reads the prompt it receives, so it works whatever order concurrent calls arr
     score = Evaluator(judge).evaluate(sample)      # 0.3: min(3, 8) / 10
 
 Its scores are whatever you script: never use it to report results.
+
+The submodules hold the fakes the test suite and the benchmarks share (standard library,
+Pillow and numpy only; no pytest): :mod:`~cigeval.testing.openai_server` (a fake
+OpenAI-compatible server), :mod:`~cigeval.testing.batch_server` (the same with the Batch API),
+:mod:`~cigeval.testing.local_http` (the HTTP service under both),
+:mod:`~cigeval.testing.samples_factory` (sample sets with drawn images),
+:mod:`~cigeval.testing.probe_judges` (an offline judge that reads the images),
+:mod:`~cigeval.testing.simulate` (simulated paired comparisons) and
+:mod:`~cigeval.testing.browser` (how the report's headless Chromium is started).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def simulate(
         excluded += row.interval_excludes_zero
         rejected += row.p_value < 0.05
         if independent:
-            g_low, g_high = bootstrap_mean_interval(g, n_boot, seed=index)
-            b_low, b_high = bootstrap_mean_interval(b, n_boot, seed=index)
+            g_low, g_high = bootstrap_mean_interval(g.tolist(), n_boot, seed=index)
+            b_low, b_high = bootstrap_mean_interval(b.tolist(), n_boot, seed=index)
             overlapped += g_low <= b_high and b_low <= g_high
     return Rates(sims, covered / sims, excluded / sims, rejected / sims, overlapped / sims)

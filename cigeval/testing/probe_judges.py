@@ -1,7 +1,7 @@
 """Offline judges for the probe tests: one that looks at the images, and ones that do not.
 
 ``probe_judge(scorer)`` returns a reply function for :class:`cigeval.ScriptedBackend` or
-:class:`tests.openai_server.FakeOpenAIServer`. It answers the prompts of the ``cigeval``
+:class:`cigeval.testing.openai_server.FakeOpenAIServer`. It answers the prompts of the ``cigeval``
 rubric (planning through :func:`cigeval.rule_judge`, then one score per sub-question), of
 ``viescore`` (the SC list and the PQ pair) and of the factor rubrics (the strict JSON object),
 reading the images out of the request. What it scores comes from ``scorer``:
@@ -238,14 +238,14 @@ def probe_judge(scorer: Scorer = seeing_scorer) -> Callable[[Any], str]:
             if "Do not compute an overall score" not in text:
                 return "Described and analysed; scores follow when asked."
             instruction = _condition(text)
-            scores = {
+            lmm_factors = {
                 "S_acc": scorer("edit_success", images, instruction),
                 "S_pre": scorer("over_editing", images, instruction),
                 "S_qua": scorer("quality", images[-1:], instruction),
                 "S_real": scorer("quality", images[-1:], instruction),
             }
-            ten = {k: max(1, min(10, round(v))) for k, v in scores.items()}
-            return json.dumps({"image_1": {**ten, "reason": "compared source and edit"}})
+            tens = {k: max(1, min(10, round(v))) for k, v in lmm_factors.items()}
+            return json.dumps({"image_1": {**tens, "reason": "compared source and edit"}})
         question = template_of(text) or "quality"
         score = scorer(question, images, _condition(text))
         return json.dumps({"score": score, "reasoning": f"{question}: compared the images"})

@@ -26,11 +26,12 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from email.message import Message
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, cast
 
 from cigeval.testing import request_text
-from tests.openai_server import FakeOpenAIServer
+from cigeval.testing.openai_server import FakeOpenAIServer
 
 
 @dataclass
@@ -137,14 +138,14 @@ class FakeBatchServer(FakeOpenAIServer):
         message = email.parser.BytesParser().parsebytes(head + raw)
         parts = {
             part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
-            for part in message.get_payload()  # type: ignore[union-attr]
+            for part in cast("list[Message]", message.get_payload())
         }
         if parts.get("purpose") != b"batch" or not parts.get("file"):
             self._send(handler, 400, {"error": {"message": "expected purpose=batch and a file"}})
             return
         with self._lock:
             file_id = f"file-{next(self._ids)}"
-            self.files[file_id] = parts["file"]
+            self.files[file_id] = cast(bytes, parts["file"])
         self._send(handler, 200, _file_object(file_id, len(parts["file"])))
 
     def _create(self, handler: BaseHTTPRequestHandler) -> None:
@@ -259,7 +260,7 @@ class FakeBatchServer(FakeOpenAIServer):
 
 
 def _recorded(body: dict[str, Any]) -> Any:
-    from tests.openai_server import RecordedRequest
+    from cigeval.testing.openai_server import RecordedRequest
 
     return RecordedRequest("/v1/chat/completions (batch)", {}, body, None, time.monotonic())
 

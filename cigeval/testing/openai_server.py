@@ -17,7 +17,7 @@ say which names it serves, which any name then passes); such requests are counte
 ``model_list_requests``, never in ``requests``, so preflight checks do not shift fault indices.
 ``models_status`` makes that route answer an HTTP error instead (404: a server without it).
 
-Or as a pytest fixture: ``from tests.openai_server import openai_server`` in a conftest.
+The test suite's ``openai_server`` fixture (tests/conftest.py) gives one started server.
 Faults: ``"429"`` (with Retry-After / retry-after-ms), ``"500"``, ``"400"``, ``"401"``, ``"404"``,
 ``"garbage"`` (HTTP 200, a body that is not JSON), ``"no_choices"`` (HTTP 200, valid JSON
 without choices) and ``"drop"`` (the connection closes before any response). ``cut_off(rate)``
@@ -31,14 +31,12 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import pytest
-
-from tests.local_http import LocalHTTPService
+from cigeval.testing.local_http import LocalHTTPService
 
 FAULTS = ("429", "500", "400", "401", "404", "garbage", "no_choices", "drop")
 
@@ -182,7 +180,7 @@ class FakeOpenAIServer(LocalHTTPService):
         return self
 
     def _post(self, handler: BaseHTTPRequestHandler) -> None:
-        """Route a POST; subclasses add routes (tests/batch_server.py)."""
+        """Route a POST; subclasses add routes (cigeval/testing/batch_server.py)."""
         self._handle(handler)
 
     def _get(self, handler: BaseHTTPRequestHandler) -> None:
@@ -302,10 +300,3 @@ class FakeOpenAIServer(LocalHTTPService):
         )
         body = {"error": {"message": message, "type": "fault", "code": fault.kind}}
         self._send(handler, int(fault.kind), body, headers)
-
-
-@pytest.fixture
-def openai_server() -> Iterator[FakeOpenAIServer]:
-    """A started :class:`FakeOpenAIServer` replying "ok"; set ``.replies`` to script it."""
-    with FakeOpenAIServer() as server:
-        yield server
