@@ -28,7 +28,6 @@ AGGREGATE_RULES: tuple[str, ...] = ("min", "mean", "median", "max", "min_tiebrea
 #: (the whole 0-10 scale) adds 0.1, less than any two distinct one-decimal minimums differ.
 TIEBREAK_WEIGHT = 0.01
 #: Rules that turn several judgments of one thing into one.
-CombineRule = Literal["mean", "median", "trimmed_mean", "min", "max", "majority"]
 COMBINE_RULES: tuple[str, ...] = ("mean", "median", "trimmed_mean", "min", "max", "majority")
 
 

@@ -31,8 +31,6 @@ from cigeval.errors import ConfigError
 IMAGE_ROLES = ("output", "source", "mask", "control", "ground_truth", "subjects", "outputs")
 #: Image roles that hold a list of images.
 LIST_ROLES = frozenset({"subjects", "outputs"})
-#: Keys that are neither text nor images.
-PASSTHROUGH = ("model", "human", "metadata")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ towards 0, while a true Fisher-z mean is slightly above the raw mean.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -153,17 +153,3 @@ def average_tasks(
     }
     average = round_value(average_correlations(task_values.values(), mode, nan_policy), digits)
     return task_values, average
-
-
-def average_per_model(
-    values: Mapping[tuple[str, str], Iterable[float]],
-    mode: Averaging = "paper",
-    nan_policy: NanPolicy = "propagate",
-) -> pd.Series:
-    """One value per (task, model) from several correlations each (e.g. one per rater)."""
-    index = pd.MultiIndex.from_tuples(list(values.keys()), names=["task", "model"])
-    return pd.Series(
-        [average_correlations(v, mode, nan_policy) for v in values.values()],
-        index=index,
-        dtype=float,
-    )

@@ -530,6 +530,3 @@ IMAGE_PRESERVATION = FactorRubric(
     description="Unchanged regions, global consistency, identity preservation (1-7); "
     "value = (mean - 1) / 6. A cigeval extension.",
 )
-
-#: The three built-in factor rubrics, registered by :mod:`cigeval.rubrics`.
-FACTOR_RUBRICS: tuple[FactorRubric, ...] = (EDIT_QUALITY, INSTRUCTION_FIDELITY, IMAGE_PRESERVATION)

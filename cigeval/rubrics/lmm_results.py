@@ -10,12 +10,6 @@ from cigeval.parsing import extract_json, parse_score
 
 #: Sub-score keys in the judge's answer and their weights in S_all (EditEval's LMM Score).
 WEIGHTS: dict[str, float] = {"S_acc": 0.4, "S_pre": 0.3, "S_qua": 0.2, "S_real": 0.1}
-FACTOR_NAMES: dict[str, str] = {
-    "S_acc": "editing accuracy",
-    "S_pre": "contextual preservation",
-    "S_qua": "visual quality",
-    "S_real": "logical realism",
-}
 #: Keys tolerated beside the sub-scores: a short reason, and an S_all that is ignored
 #: because cigeval computes S_all itself.
 _TOLERATED = ("reason", "S_all")

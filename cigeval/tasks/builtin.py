@@ -41,7 +41,6 @@ def _background(sample: TaskSample) -> str:
 # sample may lack (concept names), the prompt stands in. One official query differs from the
 # default: subject-driven generation's subject similarity grounds the whole prompt there.
 _PROMPT = _text("prompt")
-_INSTRUCTION = _text("instruction")
 
 
 def _prompt_following(template: str = "prompt_following") -> SubQuestion:

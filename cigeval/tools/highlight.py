@@ -87,9 +87,3 @@ def any_highlight(image: Image.Image, boxes: Iterable[Box]) -> bool:
 def coverage(image: Image.Image, boxes: Iterable[Box]) -> float:
     """The share of ``image``'s pixels inside at least one of ``boxes`` (0 to 1)."""
     return float(highlight_mask(image.width, image.height, boxes).mean())
-
-
-def nearly_whole(image: Image.Image, boxes: Iterable[Box]) -> bool:
-    """Whether ``boxes`` cover so much of ``image`` (``NEARLY_WHOLE_IMAGE``) that dimming the
-    rest would point at nothing in particular."""
-    return coverage(image, boxes) >= NEARLY_WHOLE_IMAGE

@@ -42,11 +42,6 @@ def _as_tool(item: object) -> Tool:
 TOOLS: Registry[Tool] = Registry("tool", entry_point_group="cigeval.tools", coerce=_as_tool)
 
 
-def normalize_tool_name(name: str) -> str:
-    """Case-, space-, hyphen- and underscore-insensitive key: 'Scene Graph' == 'scene_graph'."""
-    return normalize_name(name)
-
-
 def register_tool(tool: Tool, *, replace: bool = False) -> Tool:
     """Make ``tool`` available to the planner under ``tool.name`` (offered by default)."""
     checked = _as_tool(tool)

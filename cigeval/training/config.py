@@ -24,9 +24,6 @@ DEFAULT_LORA_TARGETS = (
 )
 
 
-#: The recipes: ``lora`` (cigeval's default, one GPU) and ``paper`` (the paper's, §4.3).
-RECIPES: tuple[str, ...] = ("lora", "paper")
-
 #: What ``recipe="paper"`` sets when the flag is not given: the paper's batch and sequence cap.
 PAPER_RECIPE: dict[str, Any] = {"effective_batch": 128, "max_length": 32768}
 
