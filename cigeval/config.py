@@ -8,9 +8,9 @@
   answer.
 - :class:`EnsembleConfig`: how several judgments per sample are made and combined.
 
-Every field that the command line exposes names its flag in ``json_schema_extra["flag"]``;
-``cigeval.cli`` builds the flags, their help and their defaults from these fields, so no
-default is written twice.
+Every field that the command line exposes names its flag (``json_schema_extra=flag(...)``,
+:mod:`cigeval._flag`); ``cigeval.cli`` builds the flags, their help and their defaults from
+these fields, so no default is written twice. Descriptions describe the field.
 The models build their validators on first use (``defer_build``): ``--help`` reads their
 fields without paying for it.
 """
@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from cigeval._flag import flag as _flag
 from cigeval.errors import ConfigError
 from cigeval.messages import DEFAULT_MAX_REPLY_CHARS, TOKEN_CAP_FACTOR, GenerationSettings
 from cigeval.method import DEFAULT_METHOD, Method, with_method_settings
@@ -44,11 +45,6 @@ def default_cache_dir() -> Path:
         return Path(os.environ["CIGEVAL_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "cigeval"
-
-
-def _flag(name: str, **extra: Any) -> dict[str, Any]:
-    """``json_schema_extra`` naming a field's command-line flag (see :mod:`cigeval.cli`)."""
-    return {"flag": name, **extra}
 
 
 class EvalConfig(BaseModel):
@@ -66,7 +62,7 @@ class EvalConfig(BaseModel):
         DEFAULT_METHOD,
         description="paper (the CIGEval paper and its official code) or extended (cigeval's "
         "improvements, not yet measured against human ratings): the defaults of every setting "
-        "marked 'set by --method' (docs/what-the-judge-sees.md)",
+        "marked 'set by `method`' (docs/what-the-judge-sees.md)",
         json_schema_extra=_flag("--method"),
     )
     rubric: str = Field(
@@ -91,7 +87,7 @@ class EvalConfig(BaseModel):
         ge=1,
         description="a reply cut at the token limit (finish reason length or content_filter) "
         "is asked again with twice the budget, up to this many tokens, then is an error "
-        f"(default: {TOKEN_CAP_FACTOR} x --max-tokens; equal to --max-tokens: never ask again)",
+        f"(default: {TOKEN_CAP_FACTOR} x `max_tokens`; equal to `max_tokens`: never ask again)",
         json_schema_extra=_flag("--max-tokens-cap", metavar="TOKENS"),
     )
     max_reply_chars: int = Field(
@@ -195,12 +191,12 @@ class EvalConfig(BaseModel):
         "jpeg75",
         description="how every image reaches the judge: jpeg75 (as the official code sends "
         "it: EXIF-transposed, RGB, JPEG at quality 75, sample and tool images alike) or "
-        "original (RGB PNG and JPEG files byte for byte, other images as --image-format)",
+        "original (RGB PNG and JPEG files byte for byte, other images as `image_format`)",
         json_schema_extra=_flag("--image-encoding", by_method=True),
     )
     image_format: Literal["PNG", "JPEG"] = Field(
         "PNG",
-        description="under --image-encoding original: encoding of images that cannot be sent "
+        description="under `image_encoding` original: encoding of images that cannot be sent "
         "as they are",
         json_schema_extra=_flag("--image-format"),
     )
@@ -319,12 +315,12 @@ class RunConfig(BaseModel):
     )
     use_cache: bool = Field(
         True,
-        description="do not read or write the response cache",
+        description="use the response cache (read and write it)",
         json_schema_extra=_flag("--no-cache", negate=True),
     )
     preflight: bool = Field(
         True,
-        description="skip the checks made before the first sample (the judge server answers "
+        description="run the checks made before the first sample (the judge server answers "
         "and serves the model, local weights and the offered tools' weights load)",
         json_schema_extra=_flag("--no-preflight", negate=True),
     )
@@ -339,7 +335,7 @@ class RunConfig(BaseModel):
         None,
         description="folder keeping every image shown to the judge that is not an input file "
         "as it is (highlighted tool outputs, converted images), named by hash, for reports "
-        "and trajectory exports (command line default: RESULTS.images next to --out)",
+        "and trajectory exports (command line default: RESULTS.images next to the results file)",
         json_schema_extra=_flag("--image-dir", metavar="DIR"),
     )
     batch: bool = Field(
@@ -358,8 +354,8 @@ class RunConfig(BaseModel):
     batch_samples: int = Field(
         1000,
         ge=1,
-        description="samples in flight at once under --batch; each stage's calls of these "
-        "samples share batches (--concurrency does not apply under --batch)",
+        description="samples in flight at once under `batch`; each stage's calls of these "
+        "samples share batches (`concurrency` does not apply under `batch`)",
         json_schema_extra=_flag("--batch-samples"),
     )
     batch_max_requests: int = Field(
@@ -385,7 +381,7 @@ class RunConfig(BaseModel):
         None,
         description="file recording the submitted batches, so a killed run resumes polling "
         "them instead of paying twice (command line default: RESULTS.batches.json next to "
-        "--out; none: kept in memory only)",
+        "the results file; none: kept in memory only)",
         json_schema_extra=_flag("--batch-state", metavar="FILE"),
     )
 
@@ -404,13 +400,13 @@ class EnsembleConfig(BaseModel):
     samples_per_model: int = Field(
         1,
         ge=1,
-        description="judgments per model per sample (extra ones at --ensemble-temperature)",
+        description="judgments per model per sample (the extra ones at `temperature`)",
         json_schema_extra=_flag("--samples-per-model"),
     )
     temperature: float = Field(
         0.7,
         ge=0,
-        description="temperature of the extra judgments when --samples-per-model > 1",
+        description="temperature of the extra judgments when `samples_per_model` > 1",
         json_schema_extra=_flag("--ensemble-temperature"),
     )
     combine: str = Field(

@@ -1,14 +1,17 @@
 """Command-line flags made from the config models, so no default is written twice.
 
-A config field that names a flag in ``json_schema_extra["flag"]`` becomes that flag: its type,
-choices, help text and default come from the field. Flags the user does not give are absent
-from the parsed arguments (``argparse.SUPPRESS``), so the model's own default applies.
+A config field marked ``json_schema_extra=flag("--name")`` (:func:`cigeval._flag.flag`)
+becomes that flag: its type, choices, help text and default come from the field. The help is
+the field's description, with the fields it names in backquotes shown as their flags, and
+"do not ..." for a flag that turns a boolean field off. Flags the user does not give are
+absent from the parsed arguments (``argparse.SUPPRESS``), so the model's own default applies.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -81,12 +84,22 @@ def _default_text(field: FieldInfo) -> str:
     return f" (default: {default})"
 
 
-def _argument(field: FieldInfo, extra: dict[str, Any]) -> dict[str, Any]:
-    """argparse keyword arguments for one field."""
+def _help(field: FieldInfo, extra: dict[str, Any], flags: dict[str, str]) -> str:
+    """The field's description as flag help: `name` of a field with a flag becomes the flag."""
+    text = re.sub(
+        r"`([\w.]+)`", lambda m: flags.get(m.group(1), m.group(1)), field.description or ""
+    )
+    if extra.get("negate"):
+        text = f"do not {text}"
+    return text + _default_text(field)
+
+
+def _argument(field: FieldInfo, extra: dict[str, Any], flags: dict[str, str]) -> dict[str, Any]:
+    """argparse keyword arguments for one field (``flags``: field name -> flag)."""
     base, _ = _base_type(field.annotation)
     options: dict[str, Any] = {
         "default": argparse.SUPPRESS,
-        "help": (field.description or "") + _default_text(field),
+        "help": _help(field, extra, flags),
     }
     if "metavar" in extra:
         options["metavar"] = extra["metavar"]
@@ -132,12 +145,15 @@ def add_config_flags(
     skip: Sequence[str] = (),
 ) -> None:
     """Add a flag for every flagged field of ``model`` (and its nested models)."""
-    for path, field in _fields(model):
+    fields = _fields(model)
+    flags = {path: str(_extra(field)["flag"]) for path, field in fields}
+    flags.update({path.rsplit(".", 1)[-1]: flag for path, flag in flags.items() if "." in path})
+    for path, field in fields:
         if path in skip:
             continue
         extra = _extra(field)
         dest = _DEST.format(model=model.__name__, path=path)
-        parser.add_argument(extra["flag"], dest=dest, **_argument(field, extra))
+        parser.add_argument(extra["flag"], dest=dest, **_argument(field, extra, flags))
 
 
 def flag_of(model: type[BaseModel], path: str) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cigeval._flag import flag
+
 
 class ProbeSettings(BaseModel):
     """How far scores must move (or may move) for a probe to pass.
@@ -21,7 +23,7 @@ class ProbeSettings(BaseModel):
         le=1,
         description="a 'must drop' score must fall by at least this much (0-1 scale; 0.1 = one "
         "point of 10)",
-        json_schema_extra={"flag": "--drop-margin"},
+        json_schema_extra=flag("--drop-margin"),
     )
     hold_tolerance: float = Field(
         0.1,
@@ -29,7 +31,7 @@ class ProbeSettings(BaseModel):
         le=1,
         description="a 'must hold' score may move by at most this much, and a 'must not drop' "
         "score may fall by at most this much (0-1 scale)",
-        json_schema_extra={"flag": "--hold-tolerance"},
+        json_schema_extra=flag("--hold-tolerance"),
     )
     min_spread: float = Field(
         0.3,
@@ -37,5 +39,5 @@ class ProbeSettings(BaseModel):
         le=1,
         description="the scores of a task's clearly different outputs must span at least this "
         "much, highest minus lowest (0-1 scale)",
-        json_schema_extra={"flag": "--min-spread"},
+        json_schema_extra=flag("--min-spread"),
     )

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
+from cigeval._flag import flag
+
 #: Grounding as the official code runs it: box and text thresholds 0.2, integer boxes of which
 #: those holding a smaller detection are dropped before the best box per phrase is kept, and
 #: the query of each sub-question fixed by the code (the planner names none).
@@ -70,32 +72,32 @@ class GroundingConfig(BaseModel):
         "cigeval",
         description="defaults for the fields not given: cigeval, or official (the official "
         "code's thresholds 0.2/0.2, best box per phrase, its queries)",
-        json_schema_extra={"flag": "--grounding-preset", "by_method": True},
+        json_schema_extra=flag("--grounding-preset", by_method=True),
     )
     checkpoint: str = Field(
         "IDEA-Research/grounding-dino-tiny",
         description="GroundingDINO hub id or local folder",
-        json_schema_extra={"flag": "--grounding-checkpoint"},
+        json_schema_extra=flag("--grounding-checkpoint"),
     )
     box_threshold: float = Field(
         0.35,
         ge=0,
         le=1,
         description="minimum box confidence (official: 0.2)",
-        json_schema_extra={"flag": "--box-threshold", "by_method": True},
+        json_schema_extra=flag("--box-threshold", by_method=True),
     )
     text_threshold: float = Field(
         0.25,
         ge=0,
         le=1,
         description="minimum phrase confidence (official: 0.2)",
-        json_schema_extra={"flag": "--text-threshold", "by_method": True},
+        json_schema_extra=flag("--text-threshold", by_method=True),
     )
     boxes: Literal["all", "best_per_phrase"] = Field(
         "all",
         description="highlight every box found, or (as the official code) drop boxes that hold "
         "a smaller detection and keep the best box per phrase",
-        json_schema_extra={"flag": "--grounding-boxes", "by_method": True},
+        json_schema_extra=flag("--grounding-boxes", by_method=True),
     )
     queries: Literal["official", "planner"] = Field(
         "planner",
@@ -103,12 +105,12 @@ class GroundingConfig(BaseModel):
         "sub-question: the whole prompt or instruction, the subject or concept name, or "
         "'background'; the planner is not asked for one), or planner (a short noun phrase "
         "the planner writes, else the sub-question's default query)",
-        json_schema_extra={"flag": "--grounding-queries", "by_method": True},
+        json_schema_extra=flag("--grounding-queries", by_method=True),
     )
     device: str | None = Field(
         None,
         description="torch device of the detector (default: cuda if available)",
-        json_schema_extra={"flag": "--grounding-device"},
+        json_schema_extra=flag("--grounding-device"),
     )
 
     @model_validator(mode="wrap")
@@ -127,51 +129,51 @@ class DifferenceConfig(BaseModel):
         description="defaults for the fields not given: cigeval, or official (blur 5, "
         "grayscale threshold 45, dilation 3, contour boxes over 0.5 percent of the image, "
         "the official merge pass, the largest only, no mask)",
-        json_schema_extra={"flag": "--difference-preset", "by_method": True},
+        json_schema_extra=flag("--difference-preset", by_method=True),
     )
     blur_kernel: int = Field(
         5,
         ge=1,
         description="Gaussian blur size before differencing (odd)",
-        json_schema_extra={"flag": "--diff-blur"},
+        json_schema_extra=flag("--diff-blur"),
     )
     measure: Literal["max_channel", "gray"] = Field(
         "max_channel",
         description="per-pixel change: the largest channel difference, or the grayscale of "
         "the difference (official code; a change in blue alone counts 0.11 of its size)",
-        json_schema_extra={"flag": "--diff-measure", "by_method": True},
+        json_schema_extra=flag("--diff-measure", by_method=True),
     )
     threshold: int = Field(
         30,
         ge=0,
         le=255,
         description="per-pixel change threshold, 0-255 (official: 45)",
-        json_schema_extra={"flag": "--diff-threshold", "by_method": True},
+        json_schema_extra=flag("--diff-threshold", by_method=True),
     )
     dilation: int = Field(
         7,
         ge=0,
         description="dilation kernel size joining nearby changes (official: 3)",
-        json_schema_extra={"flag": "--diff-dilation", "by_method": True},
+        json_schema_extra=flag("--diff-dilation", by_method=True),
     )
     min_area_fraction: float = Field(
         0.0005,
         ge=0,
         le=1,
         description="regions smaller than this fraction of the image are noise (official: 0.005)",
-        json_schema_extra={"flag": "--diff-min-area", "by_method": True},
+        json_schema_extra=flag("--diff-min-area", by_method=True),
     )
     area_of: Literal["pixels", "box"] = Field(
         "pixels",
-        description="what --diff-min-area measures: a region's changed pixels, or its "
+        description="what `min_area_fraction` measures: a region's changed pixels, or its "
         "bounding box (official code)",
-        json_schema_extra={"flag": "--diff-area-of", "by_method": True},
+        json_schema_extra=flag("--diff-area-of", by_method=True),
     )
     max_regions: int = Field(
         20,
         ge=1,
         description="changed regions reported at most, the largest first (official: 1)",
-        json_schema_extra={"flag": "--diff-max-regions", "by_method": True},
+        json_schema_extra=flag("--diff-max-regions", by_method=True),
     )
     steps: Literal["official", "cigeval"] = Field(
         "cigeval",
@@ -180,13 +182,13 @@ class DifferenceConfig(BaseModel):
         "quirks, a second image of another size resized bilinearly and highlighted with the "
         "first image's box), or cigeval (connected components boxed on the changed pixels, "
         "merged until no two touch, boxes mapped to each image's own pixels)",
-        json_schema_extra={"flag": "--diff-steps", "by_method": True},
+        json_schema_extra=flag("--diff-steps", by_method=True),
     )
     mask: Literal["ignore", "split"] = Field(
         "split",
         description="the sample's edit mask: ignore it (official code), or split the changes "
         "into those inside and those outside it",
-        json_schema_extra={"flag": "--diff-mask", "by_method": True},
+        json_schema_extra=flag("--diff-mask", by_method=True),
     )
 
     @model_validator(mode="wrap")

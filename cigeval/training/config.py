@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from cigeval._flag import flag
+
 #: The language model's attention and MLP projections of Qwen2-VL / Qwen2.5-VL. A regex, since
 #: Qwen2.5-VL's vision tower reuses the MLP names and should stay as it is.
 DEFAULT_LORA_TARGETS = (
@@ -30,10 +32,6 @@ PAPER_RECIPE: dict[str, Any] = {"effective_batch": 128, "max_length": 32768}
 _LORA_FIELDS = ("lora_rank", "lora_alpha", "lora_dropout", "lora_targets")
 
 
-def _flag(name: str, **extra: Any) -> dict[str, Any]:
-    return {"flag": name, **extra}
-
-
 class FinetuneConfig(BaseModel):
     """How ``cigeval finetune`` trains: schedule, batch, LoRA, precision, checkpoints."""
 
@@ -44,78 +42,76 @@ class FinetuneConfig(BaseModel):
         description="lora: a LoRA adapter for one small GPU (a departure from the paper); "
         "paper: the paper's full fine-tuning (every weight, effective batch 128 by gradient "
         "accumulation, lr 1e-5, cosine, warm-up 0.03, sequences capped at 32768 tokens)",
-        json_schema_extra=_flag("--recipe"),
+        json_schema_extra=flag("--recipe"),
     )
     epochs: float = Field(
-        3.0, gt=0, description="passes over the data", json_schema_extra=_flag("--epochs")
+        3.0, gt=0, description="passes over the data", json_schema_extra=flag("--epochs")
     )
     max_steps: int | None = Field(
         None,
         gt=0,
-        description="stop after this many optimizer steps (overrides --epochs)",
-        json_schema_extra=_flag("--max-steps"),
+        description="stop after this many optimizer steps (overrides `epochs`)",
+        json_schema_extra=flag("--max-steps"),
     )
     learning_rate: float = Field(
         1e-5,
         gt=0,
         description="peak learning rate (paper: 1e-5)",
-        json_schema_extra=_flag("--learning-rate"),
+        json_schema_extra=flag("--learning-rate"),
     )
     lr_scheduler: Literal["cosine", "linear", "constant", "constant_with_warmup"] = Field(
         "cosine",
         description="learning-rate schedule (paper: cosine)",
-        json_schema_extra=_flag("--lr-scheduler"),
+        json_schema_extra=flag("--lr-scheduler"),
     )
     warmup_ratio: float = Field(
         0.03,
         ge=0,
         lt=1,
         description="fraction of the steps spent warming up (paper: 0.03)",
-        json_schema_extra=_flag("--warmup-ratio"),
+        json_schema_extra=flag("--warmup-ratio"),
     )
     batch_size: int = Field(
         1,
         ge=1,
         description="conversations per device and step",
-        json_schema_extra=_flag("--batch-size"),
+        json_schema_extra=flag("--batch-size"),
     )
     gradient_accumulation: int = Field(
         8,
         ge=1,
         description="steps whose gradients add up before each update (lora recipe)",
-        json_schema_extra=_flag("--gradient-accumulation"),
+        json_schema_extra=flag("--gradient-accumulation"),
     )
     effective_batch: int | None = Field(
         None,
         ge=1,
         description="conversations per update over all devices, reached by gradient "
-        "accumulation (paper recipe: 128); replaces --gradient-accumulation",
-        json_schema_extra=_flag("--effective-batch"),
+        "accumulation (paper recipe: 128); replaces `gradient_accumulation`",
+        json_schema_extra=flag("--effective-batch"),
     )
     max_length: int | None = Field(
         None,
         ge=1,
         description="cap on a conversation's tokens, longer ones are cut (paper recipe: "
         "32768; lora: no cap, since a cut through image tokens cannot train)",
-        json_schema_extra=_flag("--max-length"),
+        json_schema_extra=flag("--max-length"),
     )
-    lora_rank: int = Field(
-        16, ge=1, description="LoRA rank", json_schema_extra=_flag("--lora-rank")
-    )
+    lora_rank: int = Field(16, ge=1, description="LoRA rank", json_schema_extra=flag("--lora-rank"))
     lora_alpha: int | None = Field(
         None,
         ge=1,
         description="LoRA alpha (default: twice the rank)",
-        json_schema_extra=_flag("--lora-alpha"),
+        json_schema_extra=flag("--lora-alpha"),
     )
     lora_dropout: float = Field(
-        0.05, ge=0, lt=1, description="LoRA dropout", json_schema_extra=_flag("--lora-dropout")
+        0.05, ge=0, lt=1, description="LoRA dropout", json_schema_extra=flag("--lora-dropout")
     )
     lora_targets: str = Field(
         DEFAULT_LORA_TARGETS,
         description="regex of the module names that get LoRA weights (default: the language "
         "model's attention and MLP projections)",
-        json_schema_extra=_flag("--lora-targets", metavar="REGEX"),
+        json_schema_extra=flag("--lora-targets", metavar="REGEX"),
     )
     bf16: bool | None = Field(
         None, description="train in bfloat16 (default: on a GPU that supports it)"
@@ -127,29 +123,29 @@ class FinetuneConfig(BaseModel):
         50,
         ge=1,
         description="write a checkpoint every N steps",
-        json_schema_extra=_flag("--save-steps"),
+        json_schema_extra=flag("--save-steps"),
     )
     logging_steps: int = Field(
         1,
         ge=1,
         description="log the loss every N steps",
-        json_schema_extra=_flag("--logging-steps"),
+        json_schema_extra=flag("--logging-steps"),
     )
     seed: int = Field(
         0,
         description="seed of the data order and the LoRA initialisation",
-        json_schema_extra=_flag("--seed"),
+        json_schema_extra=flag("--seed"),
     )
     merge: bool = Field(
         True,
-        description="do not also write the merged model (only the adapter)",
-        json_schema_extra=_flag("--no-merge", negate=True),
+        description="write the merged model beside the adapter",
+        json_schema_extra=flag("--no-merge", negate=True),
     )
     chat_template: Path | None = Field(
         None,
         description="Jinja chat template to train with (generation markers around the "
         "assistant replies), for base models whose template cigeval cannot use",
-        json_schema_extra=_flag("--chat-template", metavar="FILE"),
+        json_schema_extra=flag("--chat-template", metavar="FILE"),
     )
 
     @model_validator(mode="before")

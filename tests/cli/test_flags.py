@@ -12,10 +12,14 @@ import pytest
 from cigeval.cli import build_parser, main
 from cigeval.cli._flags import _fields
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+from cigeval.engines import EngineConfig
+from cigeval.probes.settings import ProbeSettings
 from cigeval.results import read_records
+from cigeval.runs import RunOptions
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
+from cigeval.training.config import FinetuneConfig
 from tests.cli_support import evaluate_cli
 
 
@@ -41,6 +45,34 @@ def test_every_flagged_field_is_a_flag_with_the_fields_default(model: type) -> N
             assert "(default:setby--method)" in text, flag
         elif isinstance(value, int | float | str) and not isinstance(value, bool):
             assert f"(default:{value})" in text, flag
+
+
+SETTINGS = [
+    EvalConfig,
+    RunConfig,
+    EnsembleConfig,
+    EngineConfig,
+    RunOptions,
+    FinetuneConfig,
+    ProbeSettings,
+]
+
+
+@pytest.mark.parametrize("model", SETTINGS)
+def test_descriptions_describe_the_field_not_its_flag(model: type) -> None:
+    for path, field in _fields(model):
+        assert "--" not in (field.description or ""), path
+        assert not (field.description or "").startswith(("do not", "skip", "leave")), path
+
+
+def test_the_help_shows_named_fields_as_flags_and_says_what_a_negating_flag_turns_off() -> None:
+    text = " ".join(_evaluate_help().split()).replace("- ", "-")
+    assert "--no-cache do not use the response cache" in text
+    assert "--no-trace do not keep the trace in the records" in text
+    assert "(the extra ones at --ensemble-temperature)" in text
+    assert "when --samples-per-model > 1" in text
+    assert "what --diff-min-area measures" in text
+    assert "`" not in text
 
 
 def test_values_given_on_the_command_line_reach_the_recorded_config(tmp_path: Path) -> None:
