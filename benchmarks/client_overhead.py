@@ -296,7 +296,7 @@ def cigeval_client(
         use_cache=cache_dir is not None,
         cache_dir=cache_dir,
         preflight=False,
-        retry_backoff_s=0.05,
+        backoff_base_s=0.05,
     )
     evaluator = Evaluator(
         f"openai:{MODEL}@{url}", run_config=run_config, **encoding_settings(encoding)

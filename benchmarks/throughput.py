@@ -70,7 +70,7 @@ def main() -> None:
                 concurrency=concurrency,
                 use_cache=False,
                 max_calls_in_flight=args.max_calls_in_flight,
-                retry_backoff_s=0.05,
+                backoff_base_s=0.05,
             )
             evaluator = Evaluator(f"openai:bench-model@{server.url}", run_config=run_config)
             # warm up (lazy imports, graph compilation, connections) outside the timing

@@ -18,6 +18,7 @@ fields without paying for it.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -301,11 +302,11 @@ class RunConfig(BaseModel):
         description="retries of a failed call (429, 5xx, ...)",
         json_schema_extra=_flag("--max-retries"),
     )
-    retry_backoff_s: float = Field(
+    backoff_base_s: float = Field(
         0.5,
         gt=0,
         description="wait before the first retry, doubled each retry (jittered, capped at 30 s; "
-        "a server's Retry-After takes precedence)",
+        "a server's Retry-After takes precedence); the backends' name for it too",
         json_schema_extra=_flag("--retry-backoff", metavar="SECONDS"),
     )
     cache_dir: Path | None = Field(
@@ -384,6 +385,27 @@ class RunConfig(BaseModel):
         "the results file; none: kept in memory only)",
         json_schema_extra=_flag("--batch-state", metavar="FILE"),
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_backoff(cls, data: Any) -> Any:
+        # ``retry_backoff_s`` was this field's name before it took the backends' name.
+        if isinstance(data, dict) and "retry_backoff_s" in data:
+            if "backoff_base_s" in data:
+                raise ConfigError("give backoff_base_s only (retry_backoff_s is its old name)")
+            warnings.warn(
+                "RunConfig(retry_backoff_s=...) is deprecated: use backoff_base_s",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            data = {**data, "backoff_base_s": data["retry_backoff_s"]}
+            del data["retry_backoff_s"]
+        return data
+
+    @property
+    def retry_backoff_s(self) -> float:
+        """Deprecated: the old name of :attr:`backoff_base_s`."""
+        return self.backoff_base_s
 
 
 class EnsembleConfig(BaseModel):

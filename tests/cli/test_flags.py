@@ -13,6 +13,7 @@ from cigeval.cli import build_parser, main
 from cigeval.cli._flags import _fields
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines import EngineConfig
+from cigeval.errors import ConfigError
 from cigeval.probes.settings import ProbeSettings
 from cigeval.results import read_records
 from cigeval.runs import RunOptions
@@ -130,3 +131,12 @@ def test_meta_average_and_its_deprecated_alias_agree(capsys: pytest.CaptureFixtu
     captured = capsys.readouterr()
     assert json.loads(captured.out) == new and new["averaging"] == "fisher_z"
     assert "--aggregate is deprecated; use --average" in captured.err
+
+
+def test_the_retry_backoff_has_the_backends_name_and_its_old_name_still_works() -> None:
+    assert RunConfig(backoff_base_s=0.1).backoff_base_s == 0.1
+    with pytest.warns(DeprecationWarning, match="backoff_base_s"):
+        old = RunConfig(retry_backoff_s=0.2)
+    assert old.backoff_base_s == old.retry_backoff_s == 0.2
+    with pytest.raises(ConfigError, match="old name"):
+        RunConfig(retry_backoff_s=0.2, backoff_base_s=0.1)
