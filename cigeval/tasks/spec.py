@@ -20,37 +20,21 @@ class SampleImageRoles(Protocol):
 
 
 class TaskSample(Protocol):
-    """What a task reads of a sample (:class:`cigeval.sample.Sample` is one); tasks import
+    """What a task reads of a sample (:class:`cigeval.sample.Sample` is one): its id, task,
+    concept names, images, candidates and text fields (other fields by name). Tasks import
     nothing of the sample module, which checks its samples against them."""
 
-    @property
-    def id(self) -> str:
-        """The sample's id."""
-        ...
+    id: str
+    task: str
+    concepts: list[str] | None
 
     @property
-    def task(self) -> str:
-        """The sample's task id."""
-        ...
+    def images(self) -> SampleImageRoles: ...
 
     @property
-    def concepts(self) -> list[str] | None:
-        """Names of the two concepts, where given."""
-        ...
+    def candidates(self) -> Mapping[str, Any] | None: ...
 
-    @property
-    def images(self) -> SampleImageRoles:
-        """The sample's images by role."""
-        ...
-
-    @property
-    def candidates(self) -> Mapping[str, Any] | None:
-        """Several outputs by label, where given."""
-        ...
-
-    def text_fields(self) -> dict[str, str]:
-        """Every text condition that is set, by field name."""
-        ...
+    def text_fields(self) -> dict[str, str]: ...
 
 
 #: The task whose two concept references may come as one side-by-side ``images.subject``.

@@ -140,3 +140,11 @@ def test_the_retry_backoff_has_the_backends_name_and_its_old_name_still_works() 
     assert old.backoff_base_s == old.retry_backoff_s == 0.2
     with pytest.raises(ConfigError, match="old name"):
         RunConfig(retry_backoff_s=0.2, backoff_base_s=0.1)
+
+
+def test_a_misspelt_flag_setting_is_refused_when_the_field_is_declared() -> None:
+    from cigeval._flag import flag
+
+    assert flag("--limit", metavar="N") == {"flag": "--limit", "metavar": "N"}
+    with pytest.raises(TypeError, match="metvar"):
+        flag("--limit", metvar="N")
