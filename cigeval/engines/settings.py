@@ -32,8 +32,9 @@ class EngineConfig(BaseModel):
     ray_workers: int | None = Field(
         None,
         ge=1,
-        description="worker actors, each judging `concurrency` samples at once (default: as "
-        "many as the cluster's CPUs, or GPUs with `ray_gpus_per_worker`, allow)",
+        description="worker actors, each judging as many samples at once as the run's "
+        "concurrency (default: as many as the cluster's CPUs, or GPUs with "
+        "`ray_gpus_per_worker`, allow)",
         json_schema_extra=flag("--ray-workers"),
     )
     ray_gpus_per_worker: float = Field(
