@@ -312,6 +312,20 @@ class RunConfig(BaseModel):
         "a server's Retry-After takes precedence)",
         json_schema_extra=_flag("--retry-backoff", metavar="SECONDS"),
     )
+    max_retry_after_s: float = Field(
+        60.0,
+        ge=0,
+        description="longest wait before a retry that a server's Retry-After is honoured for; "
+        "a longer one is cut to this",
+        json_schema_extra=_flag("--max-retry-after-s", metavar="SECONDS"),
+    )
+    retry_wait_budget_s: float = Field(
+        120.0,
+        ge=0,
+        description="longest total wait between the attempts of one model call; a call whose "
+        "next wait would pass it fails at once",
+        json_schema_extra=_flag("--retry-wait-budget-s", metavar="SECONDS"),
+    )
     cache_dir: Path | None = Field(
         default_factory=default_cache_dir,
         description="response cache folder (default: $CIGEVAL_CACHE_DIR or the user cache dir)",
