@@ -37,6 +37,8 @@ logger = logging.getLogger("cigeval.backends")
 #: The longest a preflight request may take, in seconds.
 PREFLIGHT_TIMEOUT_S = 10.0
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: How the loop waits between attempts (a test counts the waits by replacing it).
+_sleep = asyncio.sleep
 
 T = TypeVar("T")
 
@@ -333,7 +335,7 @@ class RetryingBackend:
                         delay,
                     )
                     waited += delay
-                    await asyncio.sleep(delay)
+                    await _sleep(delay)
                     continue
                 detail += (
                     f"; the next wait ({delay:.0f} s) would pass the {budget:g} s one call may "
