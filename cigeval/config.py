@@ -308,8 +308,8 @@ class RunConfig(BaseModel):
     retry_backoff_s: float = Field(
         0.5,
         gt=0,
-        description="wait before the first retry, doubled each retry (jittered, capped at 30 s; "
-        "a server's Retry-After takes precedence)",
+        description="wait before the first retry, doubled each retry (jittered, capped at 30 s); "
+        "a server's Retry-After replaces it, up to max_retry_after_s",
         json_schema_extra=_flag("--retry-backoff", metavar="SECONDS"),
     )
     max_retry_after_s: float = Field(
