@@ -7,7 +7,6 @@ key never appears in an error message, a repr or a log line.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import itertools
@@ -17,7 +16,6 @@ import os
 import secrets
 import ssl
 import sys
-import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -30,11 +28,12 @@ from openai.types.chat import ChatCompletion
 from cigeval.backends._retrying import (
     PREFLIGHT_TIMEOUT_S,
     CallFailure,
+    PerLoop,
     RetryingBackend,
     Secret,
     sdk_failure,
 )
-from cigeval.backends._spec import endpoint_url, model_and_urls, public_url
+from cigeval.backends._spec import model_and_urls, public_url
 from cigeval.backends.policy import CallPolicy
 from cigeval.backends.usage import checked_usage
 from cigeval.config import RunConfig
@@ -136,9 +135,9 @@ class OpenAIBackend(RetryingBackend):
         self._pools = -(-(max_in_flight or 4 * CALLS_PER_POOL) // CALLS_PER_POOL)
         # httpx connection pools belong to one event loop: one set of SDK clients per loop,
         # a few per server URL (see CALLS_PER_POOL), all sharing one TLS context.
-        self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, list[list[openai.AsyncOpenAI]]
-        ] = weakref.WeakKeyDictionary()
+        self._clients: PerLoop[list[list[openai.AsyncOpenAI]]] = PerLoop(
+            lambda: [[] for _ in self.urls]
+        )
 
     @property
     def base_urls(self) -> list[str | None]:
@@ -148,12 +147,9 @@ class OpenAIBackend(RetryingBackend):
     def _client(self, index: int) -> openai.AsyncOpenAI:
         """An SDK client of server ``index`` in the running event loop, its pools taken in
         turn (each made on first use)."""
-        loop = asyncio.get_running_loop()
+        clients = self._clients.get()
         with self._lock:
             turn = next(self._pool_turn) % self._pools
-            clients = self._clients.get(loop)
-            if clients is None:
-                clients = self._clients[loop] = [[] for _ in self.urls]
             pools = clients[index]
             if turn >= len(pools):
                 turn = len(pools)
@@ -185,8 +181,7 @@ class OpenAIBackend(RetryingBackend):
 
     async def aclose(self) -> None:
         """Close the HTTP connections opened in the running event loop."""
-        clients = self._clients.pop(asyncio.get_running_loop(), [])
-        for pools in clients:
+        for pools in self._clients.pop() or []:
             for client in pools:
                 await client.close()
 
@@ -485,17 +480,6 @@ def read_completion(completion: object, default_model: str) -> tuple[str, str, U
         return _read_completion(completion, default_model)
     except _MalformedReply as exc:
         raise ValueError(str(exc)) from None
-
-
-def public_endpoint(url: str | None) -> str:
-    """``url`` as recorded in a reply: no credentials, query or fragment, no trailing slash."""
-    return _endpoint_url(url)
-
-
-def _endpoint_url(url: str | None) -> str:
-    """``url`` as recorded (no credentials, query, fragment or trailing slash); OpenAI's own
-    URL when none is given."""
-    return endpoint_url(url) if url else OPENAI_URL
 
 
 def from_spec(

@@ -33,9 +33,7 @@ class BatchClient:
     @property
     def endpoint(self) -> str:
         """The server holding the batches (the backend's first URL, without credentials)."""
-        from cigeval.backends.openai_backend import public_endpoint
-
-        return public_endpoint(self.backend.base_urls[0])
+        return self.backend.public_endpoint(self.backend.urls[0])
 
     async def upload(self, name: str, data: bytes) -> str:
         """Upload a batch input file; its file id."""
