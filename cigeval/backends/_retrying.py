@@ -338,7 +338,7 @@ class RetryingBackend:
                     await _sleep(delay)
                     continue
                 detail += (
-                    f"; the next wait ({delay:.0f} s) would pass the {budget:g} s one call may "
+                    f"; the next wait ({delay:.3g} s) would pass the {budget:g} s one call may "
                     "wait in all (--retry-wait-budget-s)"
                 )
             if failure.status == 429:
