@@ -182,6 +182,15 @@ async def test_a_redirect_to_another_origin_is_an_error_and_the_other_gets_nothi
     assert target in message and "another origin" in message and "HTTP 307" in message
 
 
+async def test_the_anthropic_judge_follows_no_redirect_either() -> None:
+    with FakeOpenAIServer(["stolen"]) as other:
+        with FixedAnswer(307, {}, {"Location": other.base_url + "/messages"}) as server:
+            backend = AnthropicBackend("c", [server.base_url], api_key="k", policy=fast_policy())
+            with pytest.raises(BackendError, match="another origin"):
+                await backend.complete(image_request())
+        assert other.requests == []
+
+
 async def test_a_redirect_on_the_same_server_is_refused_too() -> None:
     with FixedAnswer(308, {}, {"Location": "/v2/chat/completions"}) as server:
         backend = OpenAIBackend("m", [server.base_url], policy=fast_policy())
