@@ -18,7 +18,6 @@ fields without paying for it.
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -302,12 +301,26 @@ class RunConfig(BaseModel):
         description="retries of a failed call (429, 5xx, ...)",
         json_schema_extra=_flag("--max-retries"),
     )
-    backoff_base_s: float = Field(
+    retry_backoff_s: float = Field(
         0.5,
         gt=0,
-        description="wait before the first retry, doubled each retry (jittered, capped at 30 s; "
-        "a server's Retry-After takes precedence); the backends' name for it too",
+        description="wait before the first retry, doubled each retry (jittered, capped at 30 s); "
+        "a server's Retry-After replaces it, up to max_retry_after_s",
         json_schema_extra=_flag("--retry-backoff", metavar="SECONDS"),
+    )
+    max_retry_after_s: float = Field(
+        60.0,
+        ge=0,
+        description="longest wait before a retry that a server's Retry-After is honoured for; "
+        "a longer one is cut to this",
+        json_schema_extra=_flag("--max-retry-after-s", metavar="SECONDS"),
+    )
+    retry_wait_budget_s: float = Field(
+        120.0,
+        ge=0,
+        description="longest total wait between the attempts of one model call; a call whose "
+        "next wait would pass it fails at once",
+        json_schema_extra=_flag("--retry-wait-budget-s", metavar="SECONDS"),
     )
     cache_dir: Path | None = Field(
         default_factory=default_cache_dir,
@@ -385,27 +398,6 @@ class RunConfig(BaseModel):
         "the results file; none: kept in memory only)",
         json_schema_extra=_flag("--batch-state", metavar="FILE"),
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _renamed_backoff(cls, data: Any) -> Any:
-        # ``retry_backoff_s`` was this field's name before it took the backends' name.
-        if isinstance(data, dict) and "retry_backoff_s" in data:
-            if "backoff_base_s" in data:
-                raise ConfigError("give backoff_base_s only (retry_backoff_s is its old name)")
-            warnings.warn(
-                "RunConfig(retry_backoff_s=...) is deprecated: use backoff_base_s",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            data = {**data, "backoff_base_s": data["retry_backoff_s"]}
-            del data["retry_backoff_s"]
-        return data
-
-    @property
-    def retry_backoff_s(self) -> float:
-        """Deprecated: the old name of :attr:`backoff_base_s`."""
-        return self.backoff_base_s
 
 
 class EnsembleConfig(BaseModel):

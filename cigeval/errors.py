@@ -29,8 +29,9 @@ class BackendError(CigevalError):
 
 
 #: Why a server could not be reached, as :attr:`TransportError.reason` holds it: the
-#: connection was refused or reset, the call timed out, or the server answered HTTP 5xx.
-TRANSPORT_REASONS = ("connection", "timeout", "server_error")
+#: connection was refused or reset, the call timed out, the server answered HTTP 5xx, or it
+#: refused every attempt with HTTP 429 (rate limited).
+TRANSPORT_REASONS = ("connection", "timeout", "server_error", "rate_limited")
 
 
 class TransportError(BackendError):

@@ -132,8 +132,9 @@ class Score(BaseModel):
     error_kind: str | None = Field(
         None,
         description="What kind of failure ended the sample in error, where it is known: "
-        "'transport.connection' (refused or reset), 'transport.timeout' or "
-        "'transport.server_error' (HTTP 5xx) when a model call could not reach the server.",
+        "'transport.connection' (refused or reset), 'transport.timeout', "
+        "'transport.server_error' (HTTP 5xx) or 'transport.rate_limited' (HTTP 429 to every "
+        "attempt) when a model call could not reach the server or was not served.",
     )
     dimensions: dict[str, float | None] = Field(
         default_factory=dict, description="Named dimensions, e.g. SC, PQ, O for viescore."

@@ -27,6 +27,7 @@ from typing import TypeVar
 from cigeval._unicode import safe_text
 from cigeval.backends.attempts import counting_http_attempts
 from cigeval.backends.base import Backend
+from cigeval.backends.observers import observed_call
 from cigeval.errors import ParseError, TransportError
 from cigeval.messages import (
     DEFAULT_MAX_REPLY_CHARS,
@@ -39,7 +40,6 @@ from cigeval.messages import (
     Usage,
 )
 from cigeval.prompts import render, templates_sha256
-from cigeval.runs.progress import counted_call
 from cigeval.trace import ErrorEvent, ModelCallEvent, Trace
 
 T = TypeVar("T")
@@ -219,8 +219,8 @@ class JudgeSession:
         round: int,
     ) -> _Reply:
         request = ModelRequest(tuple(messages), settings, self.prompts_sha256)
-        # counted for the record (HTTP attempts) and for the run's progress bar
-        with counting_http_attempts() as counter, counted_call() as count:
+        # told to the call's observers: the record's HTTP attempts, the run's progress bar
+        with counting_http_attempts() as counter, observed_call() as received:
             try:
                 response = await self.backend.complete(request)
             except TransportError as exc:
@@ -228,7 +228,9 @@ class JudgeSession:
                 raise
             finally:
                 self.http_attempts += counter.count
-            count(response)
+            received.append(response)
+        for note in counter.notes:
+            self._note(purpose, note, question_id)
         text, overlong = response.text, None
         if len(text) > self.max_reply_chars:
             text, overlong = text[: self.max_reply_chars], len(text)

@@ -10,12 +10,13 @@ import pytest
 
 from cigeval.backends import CachedBackend, ResponseCache, ScriptedBackend
 from cigeval.backends.attempts import note_http_attempt
+from cigeval.backends.observers import CallObserver, current_observers, observing
 from cigeval.errors import BackendError, ParseError
 from cigeval.messages import GenerationSettings, Message, ModelRequest, ModelResponse
 from cigeval.parsing import parse_judgement
 from cigeval.prompts import templates_sha256
 from cigeval.session import PARSE_IN_THREAD_CHARS, JudgeSession
-from cigeval.trace import Trace
+from cigeval.trace import ErrorEvent, Trace
 
 QUESTION = [Message.text("user", "Score it.")]
 
@@ -214,6 +215,53 @@ async def test_http_attempts_are_counted_also_when_the_call_fails() -> None:
     assert (judge.http_attempts, judge.calls) == (3, 0)
     note_http_attempt()  # outside a call it counts for nobody
     assert judge.http_attempts == 3
+
+
+class NotingHTTPBackend:
+    """Sends two HTTP requests (the first refused with 429), then answers, noting what it
+    ignored in the reply."""
+
+    identity = "test:noting"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        observers = current_observers()
+        observers.attempt_sent()
+        observers.attempt_ended("rate_limited", "HTTP 429")
+        observers.attempt_sent()
+        observers.attempt_ended(None)
+        observers.note("the server reported prompt_tokens=-5; it was ignored")
+        return ModelResponse("an answer", "m")
+
+
+class Seen(CallObserver):
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def call_started(self) -> None:
+        self.events.append("started")
+
+    def call_ended(self, response: ModelResponse | None) -> None:
+        self.events.append(f"ended:{response.text if response else None}")
+
+    def attempt_sent(self, attempts: int = 1) -> None:
+        self.events.append(f"sent:{attempts}")
+
+    def attempt_ended(self, transport: str | None, detail: str = "") -> None:
+        self.events.append(f"attempt:{transport}")
+
+
+async def test_one_observer_hook_sees_every_call_and_attempt_and_notes_reach_the_trace() -> None:
+    seen = Seen()
+    judge = session(NotingHTTPBackend())
+    with observing(seen):
+        assert await judge.call("judge", QUESTION) == "an answer"
+    await judge.call("judge", QUESTION)  # after the block: not observed
+    assert seen.events == [
+        "started", "sent:1", "attempt:rate_limited", "sent:1", "attempt:None", "ended:an answer"
+    ]  # fmt: skip
+    assert judge.http_attempts == 4
+    notes = [e.message for e in judge.trace.events if isinstance(e, ErrorEvent)]
+    assert notes and all("prompt_tokens=-5" in n for n in notes)
 
 
 async def test_any_failure_of_a_parser_is_a_parse_error_that_is_reasked() -> None:

@@ -20,6 +20,7 @@ from cigeval.backends.cache import (
     cache_key,
 )
 from cigeval.backends.limits import InFlightLimit, RateLimiter
+from cigeval.backends.observers import CallObserver, observing
 from cigeval.backends.registry import backend_names, get_backend, register_backend
 from cigeval.backends.resolve import resolve_backend
 from cigeval.backends.scripted import ScriptedBackend, ScriptExhausted
@@ -32,12 +33,15 @@ if TYPE_CHECKING:
     from cigeval.backends.langchain_backend import LangChainBackend
     from cigeval.backends.litellm_backend import LiteLLMBackend
     from cigeval.backends.openai_backend import OpenAIBackend
+    from cigeval.backends.policy import CallPolicy
 
 __all__ = [
     "AnthropicBackend",
     "AzureOpenAIBackend",
     "Backend",
     "CachedBackend",
+    "CallObserver",
+    "CallPolicy",
     "GeminiBackend",
     "HFBackend",
     "InFlightLimit",
@@ -55,6 +59,7 @@ __all__ = [
     "cache_key",
     "get_backend",
     "note_http_attempt",
+    "observing",
     "register_backend",
     "resolve_backend",
 ]
@@ -66,6 +71,7 @@ _LAZY = {
     "GeminiBackend": "cigeval.backends.gemini_backend",
     "LiteLLMBackend": "cigeval.backends.litellm_backend",
     "OpenAIBackend": "cigeval.backends.openai_backend",
+    "CallPolicy": "cigeval.backends.policy",
     "HFBackend": "cigeval.backends.hf_backend",
     "LangChainBackend": "cigeval.backends.langchain_backend",
 }

@@ -1,10 +1,12 @@
-"""The call policy of the SDK-based API backends (``anthropic:``, ``litellm:``): retries with
-backoff, calls in flight, rate limits, round robin over replicas and errors without secrets.
+"""The one retry loop of every HTTP backend (``openai:``, ``azure:``, ``gemini:``,
+``anthropic:``, ``litellm:``): retries with backoff, calls in flight, rate limits, round robin
+over replicas, the failure text and errors without secrets.
 
-It is the policy ``OpenAIBackend`` follows: exponential backoff with jitter on 429 (honouring
-``Retry-After`` / ``retry-after-ms``), 408/409/5xx, timeouts, dropped connections and replies
-that cannot be read; other 4xx errors fail at once; the API key never appears in an error.
-A subclass says how to make one attempt and how to read its SDK's exceptions.
+Exponential backoff with jitter on 429 (honouring ``Retry-After`` / ``retry-after-ms`` up to
+:attr:`CallPolicy.max_retry_after_s`), 408/409/5xx, timeouts, dropped connections and replies
+that cannot be read, within :attr:`CallPolicy.retry_wait_budget_s` of waiting per call; other
+4xx errors and redirects fail at once; the API key never appears in an error. A subclass says
+how to make one attempt and how to read its SDK's exceptions.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import asyncio
 import dataclasses
 import itertools
 import logging
-import random
 import threading
 import time
 import weakref
@@ -22,21 +23,22 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from types import ModuleType
 from typing import Any, Generic, TypeVar
+from urllib.parse import urljoin, urlsplit
 
 from cigeval.backends._spec import endpoint_url, public_url
-from cigeval.backends.attempts import note_http_attempt
-from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
-from cigeval.backends.reachability import note_attempt
+from cigeval.backends.limits import InFlightLimit, estimate_tokens
+from cigeval.backends.observers import current_observers
+from cigeval.backends.policy import CallPolicy
 from cigeval.errors import BackendError, ConfigError, TransportError
 from cigeval.messages import ModelRequest, ModelResponse
 
 logger = logging.getLogger("cigeval.backends")
 
-#: The longest server-requested wait honoured before retrying, in seconds.
-MAX_RETRY_AFTER_S = 120.0
 #: The longest a preflight request may take, in seconds.
 PREFLIGHT_TIMEOUT_S = 10.0
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: How the loop waits between attempts (a test counts the waits by replacing it).
+_sleep = asyncio.sleep
 
 T = TypeVar("T")
 
@@ -54,7 +56,8 @@ class CallFailure:
     status: int = 0
     retryable: bool = True
     retry_after: float | None = None
-    #: Why the request did not reach a server (connection, timeout, server_error), or None.
+    #: Why no server served the request (connection, timeout, server_error, rate_limited),
+    #: or None.
     transport: str | None = None
 
 
@@ -86,22 +89,75 @@ def sdk_failure(exc: BaseException, sdk: ModuleType) -> CallFailure | None:
     exceptions subclass ``openai``'s). None when ``exc`` is none of its API errors."""
     if isinstance(exc, sdk.APIStatusError):
         status = int(exc.status_code)
-        retryable = status in RETRYABLE_STATUS or status >= 500
         response = getattr(exc, "response", None)
+        if 300 <= status < 400:
+            return CallFailure(redirect_detail(status, response), status, retryable=False)
+        retryable = status in RETRYABLE_STATUS or status >= 500
         wait = retry_after_seconds(getattr(response, "headers", None)) if retryable else None
-        transport = "server_error" if status >= 500 else None
+        transport = "server_error" if status >= 500 else "rate_limited" if status == 429 else None
         return CallFailure(
             f"HTTP {status}: {error_message(exc)}", status, retryable, wait, transport
         )
     if isinstance(exc, sdk.APITimeoutError):
         return CallFailure("timed out", transport="timeout")
     if isinstance(exc, sdk.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        detail = f"{exc}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
-        return CallFailure(f"connection failed: {detail}", transport="connection")
+        return CallFailure(f"connection failed: {connection_detail(exc)}", transport="connection")
     if isinstance(exc, sdk.APIResponseValidationError | UnreadableReply):
         return CallFailure(f"unreadable reply: {str(exc)[:300]}")
     return None
+
+
+def redirect_detail(status: int, response: Any) -> str:
+    """What a redirect answer to a judge call says, in words: its target, and whether that is
+    another origin. Judge calls never follow one (the request carries the key, the prompt and
+    the images)."""
+    request = getattr(response, "request", None)
+    source = str(getattr(request, "url", "") or "")
+    location = getattr(response, "headers", {}).get("location") or ""
+    if not location:
+        return f"HTTP {status}: the server answered with a redirect without a target"
+    target = urljoin(source, location)
+    other = _origin(target) != _origin(source)
+    where = "another origin" if other else "the same server"
+    return (
+        f"HTTP {status}: the server redirected the call to {public_url(target)} ({where}); "
+        "judge calls never follow redirects: give the final URL as the server URL"
+    )
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, parts.hostname, port
+
+
+#: What the exceptions of the SDKs' HTTP library mean, as sentences (by class name, so that
+#: httpx and its successors read alike).
+_TRANSPORT_WORDS = {
+    "ConnectError": "the connection could not be opened (refused, or no such host)",
+    "ConnectTimeout": "the connection could not be opened in time",
+    "ReadError": "the connection broke while reading the reply",
+    "WriteError": "the connection broke while sending the request",
+    "RemoteProtocolError": "the server closed the connection or broke the HTTP protocol",
+    "LocalProtocolError": "the request could not be sent as valid HTTP",
+    "ProxyError": "the proxy refused the connection",
+    "UnsupportedProtocol": "the URL's scheme is not http or https",
+    "StreamConsumed": "the request body was already sent and cannot be sent again",
+    "StreamClosed": "the request body was closed before it was sent",
+    "TooManyRedirects": "the server redirected too many times",
+}
+
+
+def connection_detail(exc: BaseException) -> str:
+    """Why a connection failed, as a sentence: what the SDK's HTTP library said it was
+    (:data:`_TRANSPORT_WORDS`), or its short message when it is none of those."""
+    cause = exc.__cause__ or exc.__context__
+    for error in (cause, exc):
+        if error is not None and type(error).__name__ in _TRANSPORT_WORDS:
+            return _TRANSPORT_WORDS[type(error).__name__]
+    if cause is None:
+        return str(exc)[:200]
+    return f"{exc} ({type(cause).__name__}: {str(cause)[:200]})"
 
 
 def error_message(exc: BaseException) -> str:
@@ -153,19 +209,22 @@ class PerLoop(Generic[T]):
 
 
 class RetryingBackend:
-    """Base of an API backend that retries, limits and rounds robin its calls.
+    """Base of an API backend: retries, limits and rounds robin its calls by its ``policy``.
 
     Subclasses set :attr:`provider` and :attr:`key_variable`, and implement :meth:`_attempt`
     (one call to one server, returning the answer without latency) and :meth:`_classify`
     (the :class:`CallFailure` of an exception of their SDK, None for anything else, which is
-    then raised as it is). ``urls`` are the replicas (``[None]``: the provider's default);
-    each of ``secrets`` is redacted from every message.
+    then raised as it is); :meth:`_prepare` may build the request body once for all
+    attempts. ``urls`` are the replicas (``[None]``: the provider's default); each of
+    ``secrets`` is redacted from every message.
     """
 
     provider = "api"
     key_variable = "API_KEY"
     #: Where the provider lives when no URL is given (recorded as the endpoint).
     default_url = ""
+    #: What a failure with HTTP 404 adds to its message.
+    not_found_hint = " (check the model name and the server URL)"
 
     def __init__(
         self,
@@ -173,26 +232,15 @@ class RetryingBackend:
         urls: Sequence[str | None],
         *,
         secrets: Sequence[str] = (),
-        timeout_s: float = 120.0,
-        max_retries: int = 6,
-        max_in_flight: int | None = None,
-        rate_limiter: RateLimiter | None = None,
-        backoff_base_s: float = 0.5,
-        backoff_max_s: float = 30.0,
+        policy: CallPolicy | None = None,
     ) -> None:
         if not model:
             raise ConfigError(f"a {self.provider}: judge needs a model name")
-        if max_retries < 0 or timeout_s <= 0:
-            raise ConfigError("max_retries must be >= 0 and timeout_s > 0")
         self.model = model
         self.urls: list[str | None] = list(urls) or [None]
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.rate_limiter = rate_limiter
-        self.backoff_base_s = backoff_base_s
-        self.backoff_max_s = backoff_max_s
+        self.policy = policy or CallPolicy()
         self._secrets = [Secret(s) for s in secrets if s]
-        self._in_flight = InFlightLimit(max_in_flight)
+        self._in_flight = InFlightLimit(self.policy.max_in_flight)
         self._turn = itertools.count()
         self._lock = threading.Lock()
 
@@ -203,7 +251,9 @@ class RetryingBackend:
 
     @property
     def endpoint(self) -> str:
-        """The server set, without credentials (replicas sorted, joined by commas)."""
+        """The server set, without credentials: the URLs of the replicas, sorted and joined by
+        commas. Part of every cache key and every record, so a second server serving the same
+        model name is asked, never answered from the first one's cache."""
         return ",".join(sorted({self.public_endpoint(u) for u in self.urls}))
 
     def public_endpoint(self, url: str | None) -> str:
@@ -214,8 +264,14 @@ class RetryingBackend:
         urls = [public_url(u) if u else self.default_url for u in self.urls]
         return f"{type(self).__name__}(model={self.model!r}, urls={urls!r})"
 
-    async def _attempt(self, request: ModelRequest, url: str | None) -> ModelResponse:
-        """One call to the server at ``url``; raise the SDK's errors or UnreadableReply."""
+    def _prepare(self, request: ModelRequest) -> Any:
+        """What :meth:`_attempt` sends for ``request``, made once per call (default: the
+        request itself)."""
+        return request
+
+    async def _attempt(self, prepared: Any, index: int) -> ModelResponse:
+        """One call with ``prepared`` (:meth:`_prepare`) to the server ``self.urls[index]``;
+        raise the SDK's errors or UnreadableReply."""
         raise NotImplementedError
 
     def _classify(self, exc: BaseException) -> CallFailure | None:
@@ -228,70 +284,89 @@ class RetryingBackend:
         The response's ``latency_s`` covers the whole call, retries and rate-limit waits included.
         """
         started = time.perf_counter()
+        policy = self.policy
+        limiter = policy.rate_limiter
+        prepared = self._prepare(request)
         estimate = 0
-        if self.rate_limiter is not None and self.rate_limiter.tokens_per_minute:
+        if limiter is not None and limiter.tokens_per_minute:
             estimate = estimate_tokens(
                 [m.text_content() for m in request.messages],
                 [(i.width, i.height) for m in request.messages for i in m.images()],
                 request.settings.max_tokens,
             )
-        attempts = 0
+        observers = current_observers()
+        attempts, waited = 0, 0.0
         while True:
             attempts += 1
             with self._lock:
-                url = self.urls[next(self._turn) % len(self.urls)]
+                index = next(self._turn) % len(self.urls)
             failure: CallFailure | None = None
             try:
                 async with self._in_flight.slot():
-                    if self.rate_limiter is not None:
-                        await self.rate_limiter.acquire(estimate)
+                    if limiter is not None:
+                        await limiter.acquire(estimate)
                     # The SDKs never retry (their retries are off): one attempt is one HTTP
                     # request, counted for the sample's usage.
-                    note_http_attempt()
-                    response = await self._attempt(request, url)
+                    observers.attempt_sent()
+                    response = await self._attempt(prepared, index)
             except Exception as exc:
                 failure = self._classify(exc)
                 if failure is None:
                     raise
             else:
-                note_attempt(None)
-                if self.rate_limiter is not None:
-                    self.rate_limiter.settle(estimate, response.usage.total_tokens)
+                observers.attempt_ended(None)
+                if limiter is not None:
+                    limiter.settle(estimate, response.usage.total_tokens)
                 latency = time.perf_counter() - started
                 return dataclasses.replace(response, latency_s=latency)
-            note_attempt(failure.transport, self.redact(failure.detail))  # the breaker's watch
+            detail = self.redact(failure.detail)
+            if failure.transport == "timeout":
+                detail = f"timed out after {policy.timeout_s:g} s"
+            observers.attempt_ended(failure.transport, detail)  # the breaker's watch
+            budget = policy.retry_wait_budget_s
+            delay = policy.delay(attempts, failure.retry_after)
+            if failure.retryable and attempts <= policy.max_retries:
+                if waited + delay <= budget:
+                    logger.debug(
+                        "%s attempt %d failed (%s); retrying in %.2f s",
+                        self.identity,
+                        attempts,
+                        detail,
+                        delay,
+                    )
+                    waited += delay
+                    await _sleep(delay)
+                    continue
+                detail += (
+                    f"; the next wait ({delay:.3g} s) would pass the {budget:g} s one call may "
+                    "wait in all (--retry-wait-budget-s)"
+                )
+            if failure.status == 429:
+                detail += self._rate_limited(failure.retry_after)
             # Raised here, outside the except clause, so that the SDK's exception (whose
             # request still holds the credentials) is not chained as __context__.
-            if not failure.retryable or attempts > self.max_retries:
-                message = self._failure_message(url, attempts, failure)
-                if failure.transport is not None:
-                    raise TransportError(message, failure.transport)
-                raise BackendError(message)
-            delay = self._delay(attempts, failure.retry_after)
-            logger.debug(
-                "%s attempt %d failed (%s); retrying in %.2f s",
-                self.identity,
-                attempts,
-                self.redact(failure.detail),
-                delay,
-            )
-            await asyncio.sleep(delay)
+            message = self._failure_message(index, attempts, detail, failure.status)
+            if failure.transport is not None:
+                raise TransportError(message, failure.transport)
+            raise BackendError(message)
 
-    def _delay(self, attempts: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, MAX_RETRY_AFTER_S) * random.uniform(1.0, 1.1)
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempts - 1))
-        return ceiling * random.uniform(0.5, 1.0)
+    def _rate_limited(self, asked: float | None) -> str:
+        """The rate limit in words, for a call that ends on HTTP 429."""
+        cap = self.policy.max_retry_after_s
+        said = "" if asked is None else f"; it asked to wait {asked:g} s (Retry-After)"
+        if asked is not None and asked > cap:
+            said += f", longer than the {cap:g} s honoured (--max-retry-after-s)"
+        return f" (rate limited: the server refused the call with HTTP 429{said})"
 
-    def _failure_message(self, url: str | None, attempts: int, failure: CallFailure) -> str:
+    def _failure_message(self, index: int, attempts: int, detail: str, status: int) -> str:
+        url = self.urls[index]
         where = public_url(url) if url else self.default_url
         hint = {
             401: f" (check {self.key_variable} or the api_key given)",
             403: " (the key is not allowed to use this model)",
-            404: " (check the model name and the server URL)",
-        }.get(failure.status, "")
+            404: self.not_found_hint,
+        }.get(status, "")
         tries = "attempt" if attempts == 1 else "attempts"
-        detail = self.redact(failure.detail)
         return f"{self.identity} at {where} failed after {attempts} {tries}: {detail}{hint}"
 
     def redact(self, text: str) -> str:

@@ -1,16 +1,13 @@
 """What the API providers share about a model spec: ``<model>[@URL,URL...]``, the URLs as they
-are recorded (never with credentials), and the call settings each takes from a RunConfig."""
+are recorded (never with credentials)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from cigeval.backends.limits import RateLimiter
 from cigeval.backends.registry import ACCEPTED_FORMS
-from cigeval.config import RunConfig, calls_in_flight
 from cigeval.errors import ConfigError
 
 
@@ -48,22 +45,6 @@ def model_and_urls(
     if not name:
         raise ConfigError(f"no model name in '{provider}:{rest}'; accepted: {ACCEPTED_FORMS}")
     return name, urls
-
-
-def call_settings(run_config: RunConfig | None) -> dict[str, Any]:
-    """The keyword arguments an API backend takes from ``run_config``: timeout, retries and
-    their backoff, the calls in flight, and the request/token rate limits."""
-    config = run_config or RunConfig()
-    limiter = None
-    if config.requests_per_minute or config.tokens_per_minute:
-        limiter = RateLimiter(config.requests_per_minute, config.tokens_per_minute)
-    return {
-        "timeout_s": config.timeout_s,
-        "max_retries": config.max_retries,
-        "backoff_base_s": config.retry_backoff_s,
-        "max_in_flight": calls_in_flight(config),
-        "rate_limiter": limiter,
-    }
 
 
 def first_env(*names: str) -> str | None:

@@ -28,7 +28,9 @@ from cigeval.backends._retrying import (
     error_message,
     sdk_failure,
 )
-from cigeval.backends._spec import call_settings, model_and_urls, public_url, url_list
+from cigeval.backends._spec import model_and_urls, public_url, url_list
+from cigeval.backends.policy import CallPolicy
+from cigeval.backends.usage import checked_usage, token_count
 from cigeval.config import RunConfig
 from cigeval.errors import BackendError, ConfigError, MissingDependency, PreflightError
 from cigeval.messages import (
@@ -84,7 +86,7 @@ class AnthropicBackend(RetryingBackend):
         base_urls: Sequence[str] | str | None = None,
         *,
         api_key: str | None = None,
-        **settings: Any,
+        policy: CallPolicy | None = None,
     ) -> None:
         self._sdk = anthropic_sdk()
         urls = url_list(base_urls) if base_urls else []
@@ -102,7 +104,7 @@ class AnthropicBackend(RetryingBackend):
                 )
             key = PLACEHOLDER_KEY
         secrets = [key] if key != PLACEHOLDER_KEY else []
-        super().__init__(model, urls, secrets=secrets, **settings)
+        super().__init__(model, urls, secrets=secrets, policy=policy)
         self._key = Secret(key)
         self._told_about_sampling = False
         self._clients = {url: PerLoop(self._client_factory(url)) for url in self.urls}
@@ -112,8 +114,12 @@ class AnthropicBackend(RetryingBackend):
             return self._sdk.AsyncAnthropic(
                 api_key=self._key.value,
                 base_url=url or ANTHROPIC_URL,
-                timeout=self.timeout_s,
+                timeout=self.policy.timeout_s,
                 max_retries=0,
+                # a judge call carries the key, the prompt and the images: never redirected
+                http_client=self._sdk.DefaultAsyncHttpxClient(
+                    timeout=self.policy.timeout_s, follow_redirects=False
+                ),
             )
 
         return make
@@ -135,7 +141,8 @@ class AnthropicBackend(RetryingBackend):
             body["system"] = system
         return body
 
-    async def _attempt(self, request: ModelRequest, url: str | None) -> ModelResponse:
+    async def _attempt(self, request: ModelRequest, index: int) -> ModelResponse:
+        url = self.urls[index]
         if not self._told_about_sampling:
             self._told_about_sampling = True
             logger.warning(
@@ -170,7 +177,7 @@ class AnthropicBackend(RetryingBackend):
     async def _preflight_one(self, url: str | None) -> None:
         sdk = self._sdk
         where = public_url(url) if url else ANTHROPIC_URL
-        timeout = min(self.timeout_s, PREFLIGHT_TIMEOUT_S)
+        timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
         client = sdk.AsyncAnthropic(
             api_key=self._key.value, base_url=url or ANTHROPIC_URL, timeout=timeout, max_retries=0
         )
@@ -256,11 +263,11 @@ def read_message(message: Any, default_model: str, endpoint: str) -> ModelRespon
     usage = Usage()
     counts = getattr(message, "usage", None)
     if counts is not None:
-        prompt = sum(
-            getattr(counts, name, 0) or 0
-            for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
-        usage = Usage(prompt, getattr(counts, "output_tokens", 0) or 0)
+        names = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        parts = [v for v in (getattr(counts, n, None) for n in names) if v is not None]
+        bad = [v for v in parts if token_count(v) is None]
+        prompt = bad[0] if bad else sum(int(v) for v in parts)
+        usage = checked_usage(prompt, getattr(counts, "output_tokens", None))
     model = getattr(message, "model", None) or default_model
     return ModelResponse("".join(texts), model, usage, finish_reason=reason, endpoint=endpoint)
 
@@ -270,4 +277,4 @@ def from_spec(
 ) -> AnthropicBackend:
     """The backend of an ``anthropic:<model>[@URL,URL...]`` spec (the part after the prefix)."""
     name, urls = model_and_urls("anthropic", rest, base_url)
-    return AnthropicBackend(name, urls or None, **call_settings(run_config))
+    return AnthropicBackend(name, urls or None, policy=CallPolicy.from_run_config(run_config))

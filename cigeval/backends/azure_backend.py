@@ -19,8 +19,9 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from cigeval.backends._retrying import PREFLIGHT_TIMEOUT_S, error_message
-from cigeval.backends._spec import call_settings, first_env, model_and_urls, public_url, url_list
+from cigeval.backends._spec import first_env, model_and_urls, public_url, url_list
 from cigeval.backends.openai_backend import OpenAIBackend
+from cigeval.backends.policy import CallPolicy
 from cigeval.config import RunConfig
 from cigeval.errors import ConfigError, PreflightError
 
@@ -85,8 +86,9 @@ class AzureOpenAIBackend(OpenAIBackend):
             api_version=self.api_version,
             api_key=None if self._uses_token else credential,
             azure_ad_token=credential if self._uses_token else None,
-            timeout=timeout or self.timeout_s,
+            timeout=timeout or self.policy.timeout_s,
             max_retries=0,
+            http_client=self._http_client(url),
         )
 
     async def preflight(self) -> None:
@@ -97,7 +99,7 @@ class AzureOpenAIBackend(OpenAIBackend):
 
     async def _preflight_deployment(self, url: str) -> None:
         where = public_url(url)
-        timeout = min(self.timeout_s, PREFLIGHT_TIMEOUT_S)
+        timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
         client = self._new_client(url, timeout)
         body = {
             "model": self.model,
@@ -110,13 +112,13 @@ class AzureOpenAIBackend(OpenAIBackend):
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             problem = (
                 f"the Azure OpenAI resource at {where} refused the credentials (HTTP "
-                f"{exc.status_code}: {self._redact(error_message(exc))}); set "
+                f"{exc.status_code}: {self.redact(error_message(exc))}); set "
                 f"{self.key_variable} to a key of that resource"
             )
         except openai.NotFoundError as exc:
             problem = (
                 f"the Azure OpenAI resource at {where} has no deployment {self.model!r} "
-                f"({self._redact(error_message(exc))}): name a deployment after 'azure:' (not "
+                f"({self.redact(error_message(exc))}): name a deployment after 'azure:' (not "
                 "the model), and check the resource URL and the API version "
                 f"{self.api_version}"
             )
@@ -125,13 +127,13 @@ class AzureOpenAIBackend(OpenAIBackend):
         except openai.APIConnectionError as exc:
             problem = (
                 f"the Azure OpenAI resource at {where} cannot be reached "
-                f"({self._redact(str(exc))}); check AZURE_OPENAI_ENDPOINT or the URL after '@'"
+                f"({self.redact(str(exc))}); check AZURE_OPENAI_ENDPOINT or the URL after '@'"
             )
         except openai.APIStatusError as exc:
             if exc.status_code >= 500:
                 problem = (
                     f"the Azure OpenAI resource at {where} answered HTTP {exc.status_code} "
-                    f"({self._redact(error_message(exc))}); try again later, or pass "
+                    f"({self.redact(error_message(exc))}); try again later, or pass "
                     "--no-preflight to start anyway"
                 )
             # any other 4xx (429, a refused one-token request) proves the deployment is there
@@ -146,4 +148,4 @@ def from_spec(
 ) -> AzureOpenAIBackend:
     """The backend of an ``azure:<deployment>[@URL,URL...]`` spec (the part after the prefix)."""
     name, urls = model_and_urls("azure", rest, base_url)
-    return AzureOpenAIBackend(name, urls or None, **call_settings(run_config))
+    return AzureOpenAIBackend(name, urls or None, policy=CallPolicy.from_run_config(run_config))

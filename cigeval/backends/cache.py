@@ -26,6 +26,7 @@ from typing import Any
 
 from cigeval.backends.base import Backend, backend_endpoint
 from cigeval.backends.cache_store import CacheStore
+from cigeval.backends.wrapper import WrappingBackend
 from cigeval.messages import (
     ModelRequest,
     ModelResponse,
@@ -233,7 +234,7 @@ def _entry_name(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-class CachedBackend:
+class CachedBackend(WrappingBackend[Backend]):
     """A :class:`Backend` that answers from a :class:`ResponseCache` when it can.
 
     A hit returns the stored answer with ``cached=True`` and makes no call; a miss calls
@@ -244,28 +245,12 @@ class CachedBackend:
     """
 
     def __init__(self, inner: Backend, cache: ResponseCache) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
         # Identical requests in flight at the same time share one call (per event loop).
         # A future's result is the answer, or None when the call was cancelled (waiters
         # then ask themselves); its exception is the call's error.
         self._in_flight: dict[tuple[int, str], asyncio.Future[ModelResponse | None]] = {}
-
-    @property
-    def identity(self) -> str:
-        """The wrapped backend's identity (a cached answer is the same model's answer)."""
-        return self.inner.identity
-
-    @property
-    def endpoint(self) -> str | None:
-        """The wrapped backend's server set (see :func:`backend_endpoint`)."""
-        return backend_endpoint(self.inner)
-
-    async def preflight(self) -> None:
-        """The wrapped backend's preflight check, when it has one."""
-        check = getattr(self.inner, "preflight", None)
-        if check is not None:
-            await check()
 
     def key(self, request: ModelRequest) -> str:
         """The cache key of ``request`` to this backend."""

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from cigeval.backends._spec import call_settings, first_env, model_and_urls, url_list
+from cigeval.backends._spec import first_env, model_and_urls, url_list
 from cigeval.backends.openai_backend import PLACEHOLDER_KEY, OpenAIBackend
+from cigeval.backends.policy import CallPolicy
 from cigeval.config import RunConfig
 from cigeval.errors import ConfigError
 
@@ -67,4 +68,4 @@ def from_spec(
 ) -> GeminiBackend:
     """The backend of a ``gemini:<model>[@URL,URL...]`` spec (the part after the prefix)."""
     name, urls = model_and_urls("gemini", rest, base_url)
-    return GeminiBackend(name, urls or None, **call_settings(run_config))
+    return GeminiBackend(name, urls or None, policy=CallPolicy.from_run_config(run_config))

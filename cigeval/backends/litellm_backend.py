@@ -33,8 +33,10 @@ from cigeval.backends._retrying import (
     error_message,
     sdk_failure,
 )
-from cigeval.backends._spec import call_settings, model_and_urls, public_url, url_list
+from cigeval.backends._spec import model_and_urls, public_url, url_list
 from cigeval.backends.openai_backend import PLACEHOLDER_KEY, to_openai_message
+from cigeval.backends.policy import CallPolicy
+from cigeval.backends.usage import checked_usage
 from cigeval.config import RunConfig
 from cigeval.errors import ConfigError, MissingDependency, PreflightError
 from cigeval.messages import ModelRequest, ModelResponse, Usage, normalize_finish_reason
@@ -86,7 +88,7 @@ class LiteLLMBackend(RetryingBackend):
         base_urls: Sequence[str] | str | None = None,
         *,
         api_key: str | None = None,
-        **settings: Any,
+        policy: CallPolicy | None = None,
     ) -> None:
         self._sdk = litellm_sdk()
         try:
@@ -117,7 +119,7 @@ class LiteLLMBackend(RetryingBackend):
         secrets = [v for k, v in os.environ.items() if k.upper().endswith(_SECRET_ENDINGS)]
         if api_key:
             secrets.append(api_key)
-        super().__init__(model, urls, secrets=[s for s in secrets if len(s) >= 8], **settings)
+        super().__init__(model, urls, secrets=[s for s in secrets if len(s) >= 8], policy=policy)
         self.default_url = str(default_base or f"{self.routed_to} (LiteLLM's default endpoint)")
 
     def arguments(self, request: ModelRequest, url: str | None) -> dict[str, Any]:
@@ -128,7 +130,7 @@ class LiteLLMBackend(RetryingBackend):
             "messages": [to_openai_message(m) for m in request.messages],
             "temperature": settings.temperature,
             "max_tokens": settings.max_tokens,
-            "timeout": self.timeout_s,
+            "timeout": self.policy.timeout_s,
             "num_retries": 0,
             "max_retries": 0,
             "drop_params": True,
@@ -143,7 +145,8 @@ class LiteLLMBackend(RetryingBackend):
             arguments["api_key"] = self._api_key.value
         return arguments
 
-    async def _attempt(self, request: ModelRequest, url: str | None) -> ModelResponse:
+    async def _attempt(self, request: ModelRequest, index: int) -> ModelResponse:
+        url = self.urls[index]
         reply = await self._sdk.acompletion(**self.arguments(request, url))
         return read_litellm_reply(reply, self.model, self.public_endpoint(url))
 
@@ -162,7 +165,7 @@ class LiteLLMBackend(RetryingBackend):
 
     async def _preflight_one(self, url: str | None) -> None:
         where = public_url(url) if url else self.default_url
-        timeout = min(self.timeout_s, PREFLIGHT_TIMEOUT_S)
+        timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
         arguments = {
             "model": self.model,
             "messages": [{"role": "user", "content": "Reply with OK."}],
@@ -244,8 +247,8 @@ def read_litellm_reply(reply: Any, default_model: str, endpoint: str) -> ModelRe
     counts = getattr(reply, "usage", None)
     usage = Usage()
     if counts is not None:
-        usage = Usage(
-            getattr(counts, "prompt_tokens", 0) or 0, getattr(counts, "completion_tokens", 0) or 0
+        usage = checked_usage(
+            getattr(counts, "prompt_tokens", None), getattr(counts, "completion_tokens", None)
         )
     model = getattr(reply, "model", None) or default_model
     return ModelResponse(str(text), str(model), usage, finish_reason=reason, endpoint=endpoint)
@@ -256,4 +259,4 @@ def from_spec(
 ) -> LiteLLMBackend:
     """The backend of a ``litellm:<model>[@URL,URL...]`` spec (the part after the prefix)."""
     name, urls = model_and_urls("litellm", rest, base_url)
-    return LiteLLMBackend(name, urls or None, **call_settings(run_config))
+    return LiteLLMBackend(name, urls or None, policy=CallPolicy.from_run_config(run_config))

@@ -1,27 +1,21 @@
 """Any OpenAI-compatible chat endpoint: OpenAI itself, vLLM, SGLang, Ollama, LM Studio, ...
 
-Retries are ours, not the client's: exponential backoff with jitter on 429 (honouring
-``Retry-After`` / ``retry-after-ms``), 408/409/5xx, timeouts, dropped connections and replies
-that cannot be read. Other 4xx errors fail at once. The API key never appears in an error
-message, a repr or a log line.
+Retries are ours, not the client's: the loop of :mod:`cigeval.backends._retrying`, by the
+backend's :class:`~cigeval.backends.policy.CallPolicy`. Redirects are never followed. The API
+key never appears in an error message, a repr or a log line.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import itertools
 import json
 import logging
 import os
-import random
 import secrets
 import ssl
 import sys
-import threading
-import time
-import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -31,13 +25,19 @@ import openai
 import orjson
 from openai.types.chat import ChatCompletion
 
-from cigeval.backends._retrying import Secret, error_message, retry_after_seconds
-from cigeval.backends._spec import call_settings, endpoint_url, model_and_urls, public_url
-from cigeval.backends.attempts import note_http_attempt
-from cigeval.backends.limits import InFlightLimit, RateLimiter, estimate_tokens
-from cigeval.backends.reachability import note_attempt
+from cigeval.backends._retrying import (
+    PREFLIGHT_TIMEOUT_S,
+    CallFailure,
+    PerLoop,
+    RetryingBackend,
+    Secret,
+    sdk_failure,
+)
+from cigeval.backends._spec import model_and_urls, public_url
+from cigeval.backends.policy import CallPolicy
+from cigeval.backends.usage import checked_usage
 from cigeval.config import RunConfig
-from cigeval.errors import BackendError, ConfigError, PreflightError, TransportError
+from cigeval.errors import BackendError, ConfigError, PreflightError
 from cigeval.messages import (
     ImagePart,
     Message,
@@ -57,30 +57,24 @@ logger = logging.getLogger("cigeval.backends.openai")
 PLACEHOLDER_KEY = "EMPTY"
 #: Where the official API lives (the endpoint recorded when no URL is given).
 OPENAI_URL = "https://api.openai.com/v1"
-#: The longest a preflight request may take, in seconds.
-PREFLIGHT_TIMEOUT_S = 10.0
-#: The longest server-requested wait honoured before retrying, in seconds.
-MAX_RETRY_AFTER_S = 120.0
 #: Calls in flight per connection pool. httpx's pool probes every idle connection it holds
 #: (a socket check each) whenever it hands one out, so one pool behind hundreds of calls
 #: spends more CPU there than on the calls; pools of a few connections each keep that cost
 #: flat (benchmarks/README.md measures both).
 CALLS_PER_POOL = 16
-_RETRYABLE_STATUS = {408, 409, 429}
 
 
 class _MalformedReply(Exception):
     """HTTP succeeded but the body is not a usable chat completion."""
 
 
-class OpenAIBackend:
+class OpenAIBackend(RetryingBackend):
     """A model behind the OpenAI chat-completions API.
 
     ``base_urls``: one URL, or several data-parallel replicas served round robin (each retry
     moves on to the next replica); default ``$OPENAI_BASE_URL`` or OpenAI itself. ``api_key``:
     default ``$OPENAI_API_KEY``; servers other than OpenAI get a placeholder when none is set.
-    ``timeout_s`` bounds each attempt; ``max_retries`` counts retries after the first attempt;
-    ``max_in_flight`` caps concurrent calls; ``rate_limiter`` spaces them. ``max_tokens_param``
+    ``policy`` says how calls are timed, retried, limited and spaced. ``max_tokens_param``
     names the field for the reply length: OpenAI wants ``max_completion_tokens``, most other
     servers ``max_tokens`` (the default picks by endpoint).
 
@@ -94,6 +88,8 @@ class OpenAIBackend:
     provider = "openai"
     #: The environment variable holding the key, named in errors about it.
     key_variable = "OPENAI_API_KEY"
+    default_url = OPENAI_URL
+    not_found_hint = " (check the model name and the base URL, which usually ends in /v1)"
     #: Whether ``--batch`` may send this backend's calls through the OpenAI Batch API.
     batch_api = True
     #: Whether the SDK client gets the request body already encoded (orjson bytes). A
@@ -107,12 +103,7 @@ class OpenAIBackend:
         base_urls: Sequence[str] | str | None = None,
         *,
         api_key: str | None = None,
-        timeout_s: float = 120.0,
-        max_retries: int = 6,
-        max_in_flight: int | None = None,
-        rate_limiter: RateLimiter | None = None,
-        backoff_base_s: float = 0.5,
-        backoff_max_s: float = 30.0,
+        policy: CallPolicy | None = None,
         max_tokens_param: str | None = None,
     ) -> None:
         if not model:
@@ -132,59 +123,37 @@ class OpenAIBackend:
                     "'openai:<model>@http://host:8000/v1'"
                 )
             key = PLACEHOLDER_KEY
-        if max_retries < 0 or timeout_s <= 0:
-            raise ConfigError("max_retries must be >= 0 and timeout_s > 0")
-        self.model = model
-        self.base_urls: list[str | None] = list(urls) or [None]
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.rate_limiter = rate_limiter
-        self.backoff_base_s = backoff_base_s
-        self.backoff_max_s = backoff_max_s
+        super().__init__(
+            model, urls, secrets=[key] if key != PLACEHOLDER_KEY else [], policy=policy
+        )
         self.max_tokens_param = max_tokens_param or (
             "max_completion_tokens" if official else "max_tokens"
         )
         self._key = Secret(key)
-        self._in_flight = InFlightLimit(max_in_flight)
-        self._turn = itertools.count()
         self._pool_turn = itertools.count()
+        max_in_flight = self.policy.max_in_flight
         self._pools = -(-(max_in_flight or 4 * CALLS_PER_POOL) // CALLS_PER_POOL)
-        self._lock = threading.Lock()
         # httpx connection pools belong to one event loop: one set of SDK clients per loop,
         # a few per server URL (see CALLS_PER_POOL), all sharing one TLS context.
-        self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, list[list[openai.AsyncOpenAI]]
-        ] = weakref.WeakKeyDictionary()
+        self._clients: PerLoop[list[list[openai.AsyncOpenAI]]] = PerLoop(
+            lambda: [[] for _ in self.urls]
+        )
 
     @property
-    def identity(self) -> str:
-        """``openai:<model>`` (the URL and key are not part of it)."""
-        return f"{self.provider}:{self.model}"
-
-    @property
-    def endpoint(self) -> str:
-        """The server set, without credentials: the URLs of the replicas, sorted and joined by
-        commas. Part of every cache key and every record, so a second server serving the same
-        model name is asked, never answered from the first one's cache."""
-        return ",".join(sorted({_endpoint_url(u) for u in self.base_urls}))
-
-    def __repr__(self) -> str:
-        urls = [_public_url(u) if u else OPENAI_URL for u in self.base_urls]
-        return f"OpenAIBackend(model={self.model!r}, base_urls={urls!r})"
+    def base_urls(self) -> list[str | None]:
+        """The servers of the spec, in the order they are asked (``[None]``: OpenAI's)."""
+        return self.urls
 
     def _client(self, index: int) -> openai.AsyncOpenAI:
         """An SDK client of server ``index`` in the running event loop, its pools taken in
         turn (each made on first use)."""
-        loop = asyncio.get_running_loop()
+        clients = self._clients.get()
         with self._lock:
             turn = next(self._pool_turn) % self._pools
-            clients = self._clients.get(loop)
-            if clients is None:
-                clients = self._clients[loop] = [[] for _ in self.base_urls]
             pools = clients[index]
             if turn >= len(pools):
                 turn = len(pools)
-                pools.append(self._new_client(self.base_urls[index]))
+                pools.append(self._new_client(self.urls[index]))
             return pools[turn]
 
     def _new_client(self, url: str | None) -> openai.AsyncOpenAI:
@@ -192,15 +161,18 @@ class OpenAIBackend:
         return openai.AsyncOpenAI(
             api_key=self._key.value,
             base_url=url,
-            timeout=self.timeout_s,
+            timeout=self.policy.timeout_s,
             max_retries=0,
             http_client=self._http_client(url),
         )
 
     def _http_client(self, url: str | None) -> Any:
         """The SDK's HTTP client (with the SDK's defaults) for one server, using the TLS
-        context this process shares (:func:`_tls_context`)."""
-        return openai.DefaultAsyncHttpxClient(timeout=self.timeout_s, verify=_tls_context(url))
+        context this process shares (:func:`_tls_context`). It follows no redirect: a judge
+        call carries the key, the prompt and the images, for the server named only."""
+        return openai.DefaultAsyncHttpxClient(
+            timeout=self.policy.timeout_s, verify=_tls_context(url), follow_redirects=False
+        )
 
     def sdk_client(self) -> openai.AsyncOpenAI:
         """An SDK client for the first server of the spec, bound to the running event loop
@@ -209,8 +181,7 @@ class OpenAIBackend:
 
     async def aclose(self) -> None:
         """Close the HTTP connections opened in the running event loop."""
-        clients = self._clients.pop(asyncio.get_running_loop(), [])
-        for pools in clients:
+        for pools in self._clients.pop() or []:
             for client in pools:
                 await client.close()
 
@@ -262,93 +233,25 @@ class OpenAIBackend:
         chunks.append(body[start:])
         return chunks
 
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Send ``request``, retrying transient failures; raise BackendError when they persist.
+    def _prepare(self, request: ModelRequest) -> list[bytes] | dict[str, Any]:
+        return self.request_chunks(request) if self.encoded_body else self.payload(request)
 
-        The response's ``latency_s`` covers the whole call, retries and rate-limit waits included.
-        """
-        started = time.perf_counter()
-        body: list[bytes] | dict[str, Any] = (
-            self.request_chunks(request) if self.encoded_body else self.payload(request)
-        )
-        estimate = 0
-        if self.rate_limiter is not None and self.rate_limiter.tokens_per_minute:
-            estimate = estimate_tokens(
-                [m.text_content() for m in request.messages],
-                [(i.width, i.height) for m in request.messages for i in m.images()],
-                request.settings.max_tokens,
-            )
-        attempts = 0
-        last_error = "no attempt made"
-        transport: str | None = None  # why the last attempt could not reach the server
-        while True:
-            attempts += 1
-            with self._lock:
-                index = next(self._turn) % len(self.base_urls)
-            url = self.base_urls[index]
-            retry_after: float | None = None
-            fatal_status = 0
-            transport = None
-            try:
-                async with self._in_flight.slot():
-                    if self.rate_limiter is not None:
-                        await self.rate_limiter.acquire(estimate)
-                    # client.post with the body encoded once, rather than
-                    # chat.completions.create: create() walks the whole body against the SDK's
-                    # TypedDicts, then encodes it with the standard json module, some 10 ms of
-                    # CPU per call with megabytes of images.
-                    # The SDK client never retries (max_retries=0): each pass of this loop is
-                    # exactly one HTTP request, counted for the sample's usage.
-                    note_http_attempt()
-                    completion = await _post_chat(self._client(index), body, self.timeout_s)
-                text, model, usage, finish_reason = _read_completion(completion, self.model)
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                last_error = f"HTTP {status}: {self._redact(error_message(exc))}"
-                if status not in _RETRYABLE_STATUS and status < 500:
-                    fatal_status = status
-                else:
-                    retry_after = retry_after_seconds(exc.response.headers)
-                    transport = "server_error" if status >= 500 else None
-            except openai.APITimeoutError:
-                last_error = f"timed out after {self.timeout_s:g} s"
-                transport = "timeout"
-            except openai.APIConnectionError as exc:
-                last_error = f"connection failed: {self._redact(_cause_text(exc))}"
-                transport = "connection"
-            except (_MalformedReply, openai.APIResponseValidationError, ValueError) as exc:
-                last_error = f"unreadable reply: {self._redact(str(exc))[:300]}"
-            else:
-                note_attempt(None)
-                if self.rate_limiter is not None:
-                    self.rate_limiter.settle(estimate, usage.total_tokens)
-                return ModelResponse(
-                    text,
-                    model,
-                    usage,
-                    time.perf_counter() - started,
-                    finish_reason=finish_reason,
-                    endpoint=_endpoint_url(url),
-                )
-            note_attempt(transport, last_error)  # for the run's circuit breaker
-            # Raised here, outside the except clauses, so that the client's exception (whose
-            # request still holds the Authorization header) is not chained as __context__.
-            if fatal_status:
-                raise BackendError(self._failure(url, attempts, last_error, fatal_status))
-            if attempts > self.max_retries:
-                failure = self._failure(url, attempts, last_error)
-                if transport is not None:
-                    raise TransportError(failure, transport)
-                raise BackendError(failure)
-            delay = self._delay(attempts, retry_after)
-            logger.debug(
-                "%s attempt %d failed (%s); retrying in %.2f s",
-                self.identity,
-                attempts,
-                last_error,
-                delay,
-            )
-            await asyncio.sleep(delay)
+    async def _attempt(self, prepared: list[bytes] | dict[str, Any], index: int) -> ModelResponse:
+        # client.post with the body encoded once, rather than chat.completions.create:
+        # create() walks the whole body against the SDK's TypedDicts, then encodes it with the
+        # standard json module, some 10 ms of CPU per call with megabytes of images.
+        completion = await _post_chat(self._client(index), prepared, self.policy.timeout_s)
+        text, model, usage, finish_reason = _read_completion(completion, self.model)
+        endpoint = self.public_endpoint(self.urls[index])
+        return ModelResponse(text, model, usage, finish_reason=finish_reason, endpoint=endpoint)
+
+    def _classify(self, exc: BaseException) -> CallFailure | None:
+        # Anything the reply's reading raises is an unreadable reply here (retried), where
+        # the SDK-only backends let a ValueError of their own through.
+        failure = sdk_failure(exc, openai)
+        if failure is None and isinstance(exc, _MalformedReply | ValueError):
+            return CallFailure(f"unreadable reply: {str(exc)[:300]}")
+        return failure
 
     async def preflight(self) -> None:
         """Check every server of the spec answers and serves the model, within seconds.
@@ -357,14 +260,14 @@ class OpenAIBackend:
         server lists models, the model name must be one of them. A server without that route
         gets a one-token chat request instead. Raises :class:`PreflightError` naming the fix.
         """
-        timeout = min(self.timeout_s, PREFLIGHT_TIMEOUT_S)
+        timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
         headers = {"Authorization": f"Bearer {self._key.value}"}
         async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
-            for url in self.base_urls:
+            for url in self.urls:
                 await self._preflight_one(client, url or OPENAI_URL)
 
     async def _preflight_one(self, client: httpx.AsyncClient, url: str) -> None:
-        where = _public_url(url)
+        where = public_url(url)
         try:
             listed = await client.get(url.rstrip("/") + "/models")
             if listed.status_code == 200:
@@ -391,7 +294,7 @@ class OpenAIBackend:
                 f"{_SERVER_FIX}"
             ) from None
         except httpx.HTTPError as exc:
-            detail = self._redact(f"{type(exc).__name__}: {exc}")[:200]
+            detail = self.redact(f"{type(exc).__name__}: {exc}")[:200]
             raise PreflightError(
                 f"the judge server at {where} cannot be reached ({detail}). {_SERVER_FIX}"
             ) from None
@@ -401,13 +304,13 @@ class OpenAIBackend:
         if status == 404:
             raise PreflightError(
                 f"the server at {where} answered HTTP 404 to a chat request for the model "
-                f"{self.model!r} ({self._redact(_response_detail(chat))}): check the model "
+                f"{self.model!r} ({self.redact(_response_detail(chat))}): check the model "
                 "name and the base URL, which usually ends in /v1"
             )
         if status >= 500:
             raise PreflightError(
                 f"the judge server at {where} answered HTTP {status} to a one-token chat "
-                f"request ({self._redact(_response_detail(chat))}); wait until it is ready, "
+                f"request ({self.redact(_response_detail(chat))}); wait until it is ready, "
                 "or pass --no-preflight to start anyway"
             )
         # 200, or a 4xx that proves the server is there (429, a refused one-token request).
@@ -415,33 +318,9 @@ class OpenAIBackend:
     def _refused(self, where: str, response: httpx.Response) -> str:
         return (
             f"the server at {where} refused the API key (HTTP {response.status_code}: "
-            f"{self._redact(_response_detail(response))}); set {self.key_variable} to a key it "
+            f"{self.redact(_response_detail(response))}); set {self.key_variable} to a key it "
             "accepts"
         )
-
-    def _delay(self, attempts: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, MAX_RETRY_AFTER_S) * random.uniform(1.0, 1.1)
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempts - 1))
-        return ceiling * random.uniform(0.5, 1.0)
-
-    def _failure(self, url: str | None, attempts: int, error: str, status: int = 0) -> str:
-        where = _public_url(url) if url else OPENAI_URL
-        hint = {
-            401: f" (check {self.key_variable} or the api_key given)",
-            403: " (the key is not allowed to use this model)",
-            404: " (check the model name and the base URL, which usually ends in /v1)",
-        }.get(status, "")
-        tries = "attempt" if attempts == 1 else "attempts"
-        return f"{self.identity} at {where} failed after {attempts} {tries}: {error}{hint}"
-
-    def redact(self, text: str) -> str:
-        """``text`` with the API key replaced by ``***`` (for messages built outside)."""
-        return self._redact(text)
-
-    def _redact(self, text: str) -> str:
-        key = self._key.value
-        return text.replace(key, "***") if key != PLACEHOLDER_KEY else text
 
 
 def encode_json(payload: dict[str, Any]) -> bytes:
@@ -577,17 +456,18 @@ def _read_completion(completion: object, default_model: str) -> tuple[str, str, 
     choice = completion.choices[0]
     message = choice.message
     text = message.content if message.content is not None else message.refusal
+    reason = normalize_finish_reason(choice.finish_reason)
     if text is None:
-        raise _MalformedReply("the reply has neither content nor a refusal")
+        if reason != "content_filter":
+            raise _MalformedReply("the reply has neither content nor a refusal")
+        text = ""  # withheld by the provider's filter: the session says so
+    counts = completion.usage
     usage = Usage()
-    if completion.usage is not None:
-        usage = Usage(completion.usage.prompt_tokens or 0, completion.usage.completion_tokens or 0)
-    return (
-        text,
-        completion.model or default_model,
-        usage,
-        normalize_finish_reason(choice.finish_reason),
-    )
+    if counts is not None:
+        usage = checked_usage(
+            getattr(counts, "prompt_tokens", None), getattr(counts, "completion_tokens", None)
+        )
+    return text, completion.model or default_model, usage, reason
 
 
 def read_completion(completion: object, default_model: str) -> tuple[str, str, Usage, str | None]:
@@ -602,29 +482,9 @@ def read_completion(completion: object, default_model: str) -> tuple[str, str, U
         raise ValueError(str(exc)) from None
 
 
-def public_endpoint(url: str | None) -> str:
-    """``url`` as recorded in a reply: no credentials, query or fragment, no trailing slash."""
-    return _endpoint_url(url)
-
-
-def _cause_text(exc: BaseException) -> str:
-    cause = exc.__cause__ or exc.__context__
-    return f"{exc}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
-
-
-def _endpoint_url(url: str | None) -> str:
-    """``url`` as recorded (no credentials, query, fragment or trailing slash); OpenAI's own
-    URL when none is given."""
-    return endpoint_url(url) if url else OPENAI_URL
-
-
-def _public_url(url: str) -> str:
-    return public_url(url)
-
-
 def from_spec(
     rest: str, *, base_url: str | Sequence[str] | None = None, run_config: RunConfig | None = None
 ) -> OpenAIBackend:
     """The backend of an ``openai:<model>[@URL,URL...]`` spec (the part after ``openai:``)."""
     name, urls = model_and_urls("openai", rest, base_url)
-    return OpenAIBackend(name, urls or None, **call_settings(run_config))
+    return OpenAIBackend(name, urls or None, policy=CallPolicy.from_run_config(run_config))

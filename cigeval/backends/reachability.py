@@ -4,28 +4,27 @@ The circuit breaker of a run (:mod:`cigeval.runs.breaker`) counts samples that f
 good, but a sample fails for good only once its call has waited out every retry (about 30 s
 with the default six). When a server dies, the run should not wait that long to notice: it
 is down as soon as no request has reached it for a while although many were sent. A backend
-that talks HTTP reports the outcome of each attempt with :func:`note_attempt` (``None`` when
-the request reached a server, whatever it answered; else the transport reason: connection,
-timeout, server_error); a run opens :func:`watching_servers` around its samples and asks its
-:class:`ServerWatch` whether the servers are down.
-
-The watch travels in a context variable, like the attempt counter
-(:mod:`cigeval.backends.attempts`), so a backend needs no extra argument and calls made
-outside a run are watched by nobody.
+that talks HTTP reports the outcome of each attempt to the call observers
+(:meth:`~cigeval.backends.observers.CallObserver.attempt_ended`: ``None`` when a server served
+the request, whatever it answered; else why not: connection, timeout, server_error, or
+rate_limited for an HTTP 429, since a server that refuses every request is not serving
+either); a run registers its :class:`ServerWatch` with
+:func:`~cigeval.backends.observers.observing` around its samples and asks it whether the
+servers are down.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from cigeval.backends.observers import CallObserver
 
 
 @dataclass(frozen=True)
 class ServersDown:
-    """What a :class:`ServerWatch` saw: no request reached a server for ``seconds`` while
+    """What a :class:`ServerWatch` saw: no request was served for ``seconds`` while
     ``failures`` attempts failed, the last one for ``reason`` (``detail`` says how)."""
 
     reason: str
@@ -34,9 +33,9 @@ class ServersDown:
     seconds: float
 
 
-class ServerWatch:
+class ServerWatch(CallObserver):
     """Attempt outcomes of one run: the servers are down when, for ``window_s`` seconds, no
-    attempt reached a server and at least ``min_failures`` attempts failed to."""
+    attempt was served and at least ``min_failures`` attempts failed to."""
 
     def __init__(
         self,
@@ -52,8 +51,8 @@ class ServerWatch:
         self._reason = ""
         self._detail = ""
 
-    def attempt(self, transport: str | None, detail: str = "") -> None:
-        """One attempt's outcome: None when it reached a server, else why it did not."""
+    def attempt_ended(self, transport: str | None, detail: str = "") -> None:
+        """One attempt's outcome: None when a server served it, else why none did."""
         if transport is None:
             self._since, self._failures = None, 0
             return
@@ -70,25 +69,3 @@ class ServerWatch:
         if elapsed < self.window_s:
             return None
         return ServersDown(self._reason, self._detail, self._failures, elapsed)
-
-
-_WATCH: ContextVar[ServerWatch | None] = ContextVar("cigeval_server_watch", default=None)
-
-
-@contextlib.contextmanager
-def watching_servers(watch: ServerWatch | None) -> Iterator[ServerWatch | None]:
-    """Report the attempts made in this block (and the tasks it starts) to ``watch``."""
-    token = _WATCH.set(watch)
-    try:
-        yield watch
-    finally:
-        _WATCH.reset(token)
-
-
-def note_attempt(transport: str | None, detail: str = "") -> None:
-    """Report one HTTP attempt's outcome to the run's watch (no-op outside a watched run):
-    ``transport`` None when the request reached a server (any answer, errors included),
-    else ``connection``, ``timeout`` or ``server_error``."""
-    watch = _WATCH.get()
-    if watch is not None:
-        watch.attempt(transport, detail)

@@ -3,11 +3,11 @@
 A sample can take minutes (a slow local model, a batch waiting for its provider), so a bar
 that moves only when a sample ends looks stuck. While :func:`counting_calls` is active, every
 model call that :class:`~cigeval.session.JudgeSession` makes, whatever the backend, reports to
-a :class:`CallCounter` through :func:`counted_call`, and the bar's label reads e.g.
-``14 calls (2 running), 31.5k tokens``, redrawn every second while calls run so the elapsed
-time moves too.
+a :class:`CallCounter`, one of the call observers (:mod:`cigeval.backends.observers`), and
+the bar's label reads e.g. ``14 calls (2 running), 31.5k tokens``, redrawn every second
+while calls run so the elapsed time moves too.
 
-The counter travels in a context variable: the calls of the samples a run judges in this
+The observers travel in a context variable: the calls of the samples a run judges in this
 process find it, whatever thread the run's event loop is in; calls made elsewhere (another
 run, another process such as a Ray worker) do not.
 """
@@ -17,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from cigeval.backends.observers import CallObserver, observing
 
 if TYPE_CHECKING:
     from cigeval.messages import ModelResponse
@@ -30,7 +31,7 @@ REDRAW_S = 0.5
 TICK_S = 1.0
 
 
-class CallCounter:
+class CallCounter(CallObserver):
     """Model calls started, finished and cached, and their tokens, as they happen.
 
     ``bar`` (a tqdm bar, or anything with ``set_description_str`` and ``refresh``) shows the
@@ -104,36 +105,11 @@ def _amount(n: int) -> str:
     return f"{n / 1_000_000:.1f}M"
 
 
-#: The counter of the run whose calls are being made (None outside a counted run).
-_COUNTER: ContextVar[CallCounter | None] = ContextVar("cigeval_call_counter", default=None)
-
-
-@contextlib.contextmanager
-def counted_call() -> Iterator[Callable[[ModelResponse], None]]:
-    """Count one model call, if a run counts them: enter before sending, call the yielded
-    function with the response; a call that raises counts as finished without one."""
-    counter = _COUNTER.get()
-    if counter is None:
-        yield _ignore
-        return
-    received: list[ModelResponse] = []
-    counter.call_started()
-    try:
-        yield received.append
-    finally:
-        counter.call_ended(received[0] if received else None)
-
-
-def _ignore(_: ModelResponse) -> None:
-    """Nothing counts the calls here."""
-
-
 @contextlib.contextmanager
 def counting_calls(bar: Any = None) -> Iterator[CallCounter]:
     """Count every model call made in this context (and the tasks and threads it starts with
     a copy of it) on ``bar``, redrawn every :data:`TICK_S` while calls run."""
     counter = CallCounter(bar)
-    token = _COUNTER.set(counter)
     stop = threading.Event()
     ticker = None
     if bar is not None and not getattr(bar, "disable", False):
@@ -142,12 +118,12 @@ def counting_calls(bar: Any = None) -> Iterator[CallCounter]:
         )
         ticker.start()
     try:
-        yield counter
+        with observing(counter):
+            yield counter
     finally:
         stop.set()
         if ticker is not None:
             ticker.join()
-        _COUNTER.reset(token)
         if counter.started:
             counter.show(force=True)
 

@@ -82,6 +82,12 @@ class RunResult:
             "exit_status": self.exit_status,
         }
 
+    def _reached(self, seconds: float) -> str:
+        """What the requests that tripped the breaker did not do for ``seconds``."""
+        if self.breaker is not None and self.breaker.tripped == "transport.rate_limited":
+            return f"was served by the judge for {seconds:.0f} s: it is rate limited (HTTP 429)"
+        return f"reached the judge for {seconds:.0f} s"
+
     def render(self) -> str:
         """The closing summary as ``cigeval evaluate`` prints it."""
         lines = [self.summary.render(self.wall_s)]
@@ -89,8 +95,8 @@ class RunResult:
             lines.append(f"{self.duplicates} repeated sample id(s) were not evaluated")
         if self.breaker is not None and self.breaker.unreachable_s is not None:
             lines.append(
-                f"cigeval: stopped by the circuit breaker: no request reached the judge for "
-                f"{self.breaker.unreachable_s:.0f} s ({self.breaker.tripped}; "
+                f"cigeval: stopped by the circuit breaker: no request "
+                f"{self._reached(self.breaker.unreachable_s)} ({self.breaker.tripped}; "
                 f"{self.breaker.message}). The samples in flight have no record: once the "
                 "server answers, rerun the same command to resume (--circuit-breaker 0 turns "
                 "the breaker off)"

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cigeval.backends.reachability import ServerWatch, watching_servers
+from cigeval.backends.observers import observing
+from cigeval.backends.reachability import ServerWatch
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import InputError, ResultsWriteError
 from cigeval.results.jsonl import ResultsWriter
@@ -147,7 +148,7 @@ def _judge(
         try:
             # model calls and tokens on the bar as they happen; every request's outcome
             # for the circuit breaker
-            with counting_calls(progress), watching_servers(servers.watch if servers else None):
+            with counting_calls(progress), observing(servers.watch if servers else None):
                 runner.judge(pending, writer.retrying, recorder.accept, stop, servers)
             recorder.finish()
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from PIL import Image
 
+from cigeval.backends.policy import CallPolicy
 from cigeval.images import EncodedImage
 from cigeval.messages import GenerationSettings, ImagePart, Message, ModelRequest, Part, TextPart
 
@@ -35,3 +36,10 @@ def image_request(
     )
     messages.append(Message("user", parts))
     return ModelRequest(tuple(messages), settings or GenerationSettings())
+
+
+def fast_policy(**changes: object) -> CallPolicy:
+    """A call policy with tiny backoff and a short timeout, so retry tests stay fast."""
+    options: dict[str, object] = {"retry_backoff_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5}
+    options.update(changes)
+    return CallPolicy(**options)  # type: ignore[arg-type]

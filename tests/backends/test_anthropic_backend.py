@@ -17,7 +17,7 @@ from cigeval.errors import BackendError, ConfigError, PreflightError
 from cigeval.messages import GenerationSettings, Message, ModelRequest
 from tests.anthropic_server import FakeAnthropicServer
 
-from .support import SECRET_KEY, image_request, make_image
+from .support import SECRET_KEY, fast_policy, image_request, make_image
 
 
 @pytest.fixture(autouse=True)
@@ -26,10 +26,8 @@ def _clean_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
 
 
-def fast_backend(url: str, **kwargs: object) -> AnthropicBackend:
-    options: dict[str, object] = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5}
-    options.update(kwargs)
-    return AnthropicBackend("claude-test", [url], **options)  # type: ignore[arg-type]
+def fast_backend(url: str, api_key: str | None = None, **policy: object) -> AnthropicBackend:
+    return AnthropicBackend("claude-test", [url], api_key=api_key, policy=fast_policy(**policy))
 
 
 async def test_system_text_apart_and_images_as_base64_blocks(

@@ -19,6 +19,7 @@ from cigeval.backends import (
     ScriptedBackend,
     cache_key,
 )
+from cigeval.backends.policy import CallPolicy
 from cigeval.errors import BackendError
 from cigeval.messages import GenerationSettings, Message, ModelRequest, ModelResponse, Usage
 from cigeval.testing.openai_server import FakeOpenAIServer
@@ -46,8 +47,12 @@ def test_key_covers_what_changes_the_answer() -> None:
 
 
 def test_key_ignores_keys_timeouts_retries_and_credentials_but_not_the_server() -> None:
-    a = OpenAIBackend("m", ["http://127.0.0.1:1/v1"], api_key="k1", timeout_s=5, max_retries=0)
-    b = OpenAIBackend("m", ["http://u:pw@127.0.0.1:1/v1/"], api_key="k2", max_retries=9)
+    a = OpenAIBackend(
+        "m", ["http://127.0.0.1:1/v1"], api_key="k1", policy=CallPolicy(timeout_s=5, max_retries=0)
+    )
+    b = OpenAIBackend(
+        "m", ["http://u:pw@127.0.0.1:1/v1/"], api_key="k2", policy=CallPolicy(max_retries=9)
+    )
     other = OpenAIBackend("m", ["http://10.0.0.2:8000/v1"], api_key="k1")
     request = image_request("x", (make_image(),))
     assert a.endpoint == b.endpoint == "http://127.0.0.1:1/v1"  # no credentials, no slash

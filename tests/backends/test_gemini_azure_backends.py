@@ -151,7 +151,8 @@ def test_limits_and_retries_come_from_the_run_settings(
         requests_per_minute=120, max_calls_in_flight=3, timeout_s=7, max_retries=2, cache_dir=None
     )
     backend = resolve_backend(spec, run_config=settings)
-    assert backend.rate_limiter is not None  # type: ignore[attr-defined]
-    assert backend.rate_limiter.requests_per_minute == 120  # type: ignore[attr-defined]
+    policy = backend.policy  # type: ignore[attr-defined]
+    assert policy.rate_limiter is not None
+    assert policy.rate_limiter.requests_per_minute == 120
     assert backend._in_flight.limit == 3  # type: ignore[attr-defined]
-    assert (backend.timeout_s, backend.max_retries) == (7, 2)  # type: ignore[attr-defined]
+    assert (policy.timeout_s, policy.max_retries) == (7, 2)

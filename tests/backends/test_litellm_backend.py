@@ -15,7 +15,7 @@ from cigeval.errors import BackendError, ConfigError, PreflightError
 from cigeval.testing.openai_server import FakeOpenAIServer
 from tests.anthropic_server import FakeAnthropicServer
 
-from .support import SECRET_KEY, image_request, make_image
+from .support import SECRET_KEY, fast_policy, image_request, make_image
 
 
 @pytest.fixture(autouse=True)
@@ -24,10 +24,8 @@ def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def fast(model: str, url: str, **kwargs: object) -> LiteLLMBackend:
-    options: dict[str, object] = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5}
-    options.update(kwargs)
-    return LiteLLMBackend(model, [url], **options)  # type: ignore[arg-type]
+def fast(model: str, url: str, api_key: str | None = None, **policy: object) -> LiteLLMBackend:
+    return LiteLLMBackend(model, [url], api_key=api_key, policy=fast_policy(**policy))
 
 
 async def test_openai_form_to_a_compatible_server(openai_server: FakeOpenAIServer) -> None:

@@ -14,14 +14,12 @@ from cigeval.errors import BackendError, ConfigError
 from cigeval.messages import GenerationSettings, Message, ModelRequest
 from cigeval.testing.openai_server import FakeOpenAIServer
 
-from .support import SECRET_KEY, image_request, make_image
+from .support import SECRET_KEY, fast_policy, image_request, make_image
 
 
-def fast_backend(*urls: str, **kwargs: object) -> OpenAIBackend:
+def fast_backend(*urls: str, **policy: object) -> OpenAIBackend:
     """A backend with tiny backoff so retry tests stay fast."""
-    options: dict[str, object] = {"backoff_base_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5}
-    options.update(kwargs)
-    return OpenAIBackend("fake-model", list(urls), **options)  # type: ignore[arg-type]
+    return OpenAIBackend("fake-model", list(urls), policy=fast_policy(**policy))
 
 
 async def test_sends_texts_images_and_settings_exactly(openai_server: FakeOpenAIServer) -> None:
@@ -154,7 +152,7 @@ async def test_round_robin_over_replicas() -> None:
 async def test_retry_moves_to_the_next_replica() -> None:
     with FakeOpenAIServer(["from a"]) as a, FakeOpenAIServer(["from b"]) as b:
         a.fail(0, "500")
-        backend = OpenAIBackend("fake-model", f"{a.base_url},{b.base_url}", backoff_base_s=0.01)
+        backend = OpenAIBackend("fake-model", f"{a.base_url},{b.base_url}", policy=fast_policy())
         response = await backend.complete(image_request())
         assert response.text == "from b"
         assert len(a.requests) == 1 and len(b.requests) == 1
@@ -208,7 +206,7 @@ async def test_key_never_leaks(
     openai_server.fail(0, "500", message=f"upstream rejected key {SECRET_KEY}")
     openai_server.fail(1, "401", message=f"Incorrect API key provided: {SECRET_KEY}")
     backend = OpenAIBackend(
-        "fake-model", [openai_server.base_url], api_key=SECRET_KEY, backoff_base_s=0.01
+        "fake-model", [openai_server.base_url], api_key=SECRET_KEY, policy=fast_policy()
     )
     with pytest.raises(BackendError) as info:
         await backend.complete(image_request())

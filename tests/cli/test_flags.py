@@ -133,13 +133,12 @@ def test_meta_average_and_its_deprecated_alias_agree(capsys: pytest.CaptureFixtu
     assert "--aggregate is deprecated; use --average" in captured.err
 
 
-def test_the_retry_backoff_has_the_backends_name_and_its_old_name_still_works() -> None:
-    assert RunConfig(backoff_base_s=0.1).backoff_base_s == 0.1
-    with pytest.warns(DeprecationWarning, match="backoff_base_s"):
-        old = RunConfig(retry_backoff_s=0.2)
-    assert old.backoff_base_s == old.retry_backoff_s == 0.2
-    with pytest.raises(ConfigError, match="old name"):
-        RunConfig(retry_backoff_s=0.2, backoff_base_s=0.1)
+def test_the_retry_backoff_has_one_name_from_the_flag_to_the_call_policy() -> None:
+    from cigeval.backends.policy import CallPolicy
+
+    config = RunConfig(retry_backoff_s=0.2)
+    assert CallPolicy.from_run_config(config).retry_backoff_s == 0.2
+    assert "retry_backoff_s" in CallPolicy.__dataclass_fields__
 
 
 def test_a_misspelt_flag_setting_is_refused_when_the_field_is_declared() -> None:

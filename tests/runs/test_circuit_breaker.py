@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from cigeval import Evaluator, ScriptedBackend
+from cigeval.backends.observers import current_observers, observing
 from cigeval.backends.openai_backend import OpenAIBackend
-from cigeval.backends.reachability import ServerWatch, note_attempt, watching_servers
+from cigeval.backends.policy import CallPolicy
+from cigeval.backends.reachability import ServerWatch
 from cigeval.cli import main
 from cigeval.config import RunConfig
 from cigeval.errors import TransportError
@@ -84,16 +86,16 @@ def test_the_openai_backend_says_why_a_server_could_not_be_reached() -> None:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    refused = OpenAIBackend("m", base_urls=[f"http://127.0.0.1:{port}/v1"], max_retries=0)
+    once = CallPolicy(max_retries=0)
+    refused = OpenAIBackend("m", base_urls=[f"http://127.0.0.1:{port}/v1"], policy=once)
     assert ask(refused).reason == "connection"
     with FakeOpenAIServer(["ok"]) as server:
         server.fail(0, "500")
-        failing = OpenAIBackend("m", base_urls=[server.base_url], max_retries=0, api_key="k")
+        failing = OpenAIBackend("m", base_urls=[server.base_url], policy=once, api_key="k")
         assert ask(failing).reason == "server_error"
     with FakeOpenAIServer(["ok"], latency_s=1.0) as server:
-        slow = OpenAIBackend(
-            "m", base_urls=[server.base_url], max_retries=0, timeout_s=0.1, api_key="k"
-        )
+        quick = CallPolicy(max_retries=0, timeout_s=0.1)
+        slow = OpenAIBackend("m", base_urls=[server.base_url], policy=quick, api_key="k")
         assert ask(slow).reason == "timeout"
 
 
@@ -217,18 +219,18 @@ class _Clock:
 def test_the_watch_says_down_only_after_the_window_with_enough_failures_and_no_success() -> None:
     clock = _Clock()
     watch = ServerWatch(window_s=20, min_failures=3, clock=clock)
-    watch.attempt("connection", "refused")
+    watch.attempt_ended("connection", "refused")
     clock.now += 25
     assert watch.down() is None  # one failure is not enough, however long ago
-    watch.attempt("connection", "refused")
-    watch.attempt("timeout", "timed out after 120 s")
+    watch.attempt_ended("connection", "refused")
+    watch.attempt_ended("timeout", "timed out after 120 s")
     seen = watch.down()
     assert seen is not None and (seen.reason, seen.failures) == ("timeout", 3)
     assert seen.seconds == 25 and seen.detail == "timed out after 120 s"
-    watch.attempt(None)  # a request reached the server (any answer): the count starts over
+    watch.attempt_ended(None)  # a request reached the server (any answer): the count starts over
     assert watch.down() is None
     for _ in range(3):
-        watch.attempt("server_error", "HTTP 503")
+        watch.attempt_ended("server_error", "HTTP 503")
     clock.now += 19
     assert watch.down() is None  # not yet 20 s without a request getting through
     clock.now += 1
@@ -237,9 +239,9 @@ def test_the_watch_says_down_only_after_the_window_with_enough_failures_and_no_s
 
 def test_attempts_reach_the_watch_of_the_run_only() -> None:
     watch = ServerWatch(window_s=0.0, min_failures=1)
-    note_attempt("connection", "refused")  # outside a watched run: nobody hears it
+    current_observers().attempt_ended("connection", "refused")  # outside the run: unheard
     assert watch.down() is None
-    with watching_servers(watch):
-        note_attempt("connection", "refused")
-    note_attempt(None)  # after the block: not this run's
+    with observing(watch):
+        current_observers().attempt_ended("connection", "refused")
+    current_observers().attempt_ended(None)  # after the block: not this run's
     assert watch.down() is not None

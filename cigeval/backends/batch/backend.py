@@ -7,10 +7,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from cigeval.backends.base import Backend, backend_endpoint
+from cigeval.backends.base import Backend
 from cigeval.backends.batch.client import BatchClient
 from cigeval.backends.batch.lines import request_line
 from cigeval.backends.cache import CachedBackend, ResponseCache, cache_bypassed, cache_key
+from cigeval.backends.wrapper import WrappingBackend
 from cigeval.errors import ConfigError
 from cigeval.messages import ModelRequest, ModelResponse
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from cigeval.backends.openai_backend import OpenAIBackend
 
 
-class BatchBackend:
+class BatchBackend(WrappingBackend["OpenAIBackend"]):
     """A :class:`Backend` answering through batches of its coordinator.
 
     The request body is the direct path's (:meth:`OpenAIBackend.payload`) and its
@@ -34,34 +35,21 @@ class BatchBackend:
         coordinator: BatchCoordinator,
         cache: ResponseCache | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.coordinator = coordinator
         self.cache = cache
         self.client = BatchClient(inner)
-
-    @property
-    def identity(self) -> str:
-        """The wrapped backend's identity (``openai:<model>``)."""
-        return self.inner.identity
 
     @property
     def model(self) -> str:
         """The wrapped backend's model name."""
         return self.inner.model
 
-    @property
-    def endpoint(self) -> str | None:
-        """The wrapped backend's server set (part of the cache key, as on the direct path)."""
-        return backend_endpoint(self.inner)
-
-    def __repr__(self) -> str:
-        return f"BatchBackend({self.inner!r})"
-
     async def preflight(self) -> None:
         """The wrapped backend's check (the server answers and serves the model), then the
         Batch API's: the server has the files and batches endpoints
         (:meth:`BatchClient.preflight`)."""
-        await self.inner.preflight()
+        await super().preflight()
         await self.client.preflight()
 
     def key(self, request: ModelRequest) -> str:

@@ -2,18 +2,18 @@
 
 Uses the openai SDK's ``files`` and ``batches`` resources, so any server implementing those
 endpoints works (OpenAI; vLLM's and LiteLLM's batch front-ends). Each call is retried on
-connection failures, timeouts, 408/409/429 and 5xx with the backend's retry count and
-backoff; other errors fail at once. The API key never appears in a message.
+connection failures, timeouts, 408/409/429 and 5xx by the backend's call policy (the
+failures read and the waits as :mod:`cigeval.backends._retrying` reads and waits them);
+other errors fail at once. The API key never appears in a message.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from cigeval.backends._retrying import error_message
+from cigeval.backends._retrying import PREFLIGHT_TIMEOUT_S, error_message, sdk_failure
 from cigeval.errors import BackendError, PreflightError
 
 if TYPE_CHECKING:
@@ -22,9 +22,6 @@ if TYPE_CHECKING:
     from cigeval.backends.openai_backend import OpenAIBackend
 
 T = TypeVar("T")
-_RETRYABLE_STATUS = {408, 409, 429}
-#: The longest each preflight request may take, in seconds (as the chat preflight's).
-PREFLIGHT_TIMEOUT_S = 10.0
 
 
 class BatchClient:
@@ -36,9 +33,7 @@ class BatchClient:
     @property
     def endpoint(self) -> str:
         """The server holding the batches (the backend's first URL, without credentials)."""
-        from cigeval.backends.openai_backend import public_endpoint
-
-        return public_endpoint(self.backend.base_urls[0])
+        return self.backend.public_endpoint(self.backend.urls[0])
 
     async def upload(self, name: str, data: bytes) -> str:
         """Upload a batch input file; its file id."""
@@ -88,7 +83,7 @@ class BatchClient:
         import openai
 
         client = self.backend.sdk_client().with_options(
-            max_retries=0, timeout=min(self.backend.timeout_s, PREFLIGHT_TIMEOUT_S)
+            max_retries=0, timeout=min(self.backend.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
         )
         checks = (("files", client.files.list), ("batches", client.batches.list))
         missing: list[str] = []
@@ -122,27 +117,22 @@ class BatchClient:
         import openai
 
         backend = self.backend
+        policy = backend.policy
         attempts = 0
         while True:
             attempts += 1
-            retryable = True
             try:
                 return await send()
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                detail = f"HTTP {status}: {error_message(exc)}"
-                retryable = status in _RETRYABLE_STATUS or status >= 500
-            except openai.APITimeoutError:
-                detail = f"timed out after {backend.timeout_s:g} s"
-            except openai.APIConnectionError as exc:
-                detail = f"connection failed: {exc}"
-            if not retryable or attempts > backend.max_retries:
+            except Exception as exc:
+                failure = sdk_failure(exc, openai)
+                if failure is None:
+                    raise
+            if not failure.retryable or attempts > policy.max_retries:
                 tries = "attempt" if attempts == 1 else "attempts"
                 raise BackendError(
                     backend.redact(
                         f"{backend.identity} at {self.endpoint}: could not {what} after "
-                        f"{attempts} {tries}: {detail}"
+                        f"{attempts} {tries}: {failure.detail}"
                     )
                 )
-            ceiling = min(backend.backoff_max_s, backend.backoff_base_s * 2 ** (attempts - 1))
-            await asyncio.sleep(ceiling * random.uniform(0.5, 1.0))
+            await asyncio.sleep(policy.delay(attempts, failure.retry_after))

@@ -24,12 +24,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
-from cigeval.backends.attempts import AttemptCounter, current_attempt_counter
 from cigeval.backends.batch._executor import CountingExecutor
 from cigeval.backends.batch.client import BatchClient
 from cigeval.backends.batch.lines import LineFailure, read_result_lines
 from cigeval.backends.batch.state import BatchRecord, BatchState
 from cigeval.backends.batch.stats import BatchEntry, BatchStats
+from cigeval.backends.observers import Observers, current_observers
 from cigeval.errors import BackendError, ConfigError
 from cigeval.messages import ModelResponse
 
@@ -97,8 +97,9 @@ _SAMPLE: ContextVar[_Activity | None] = ContextVar("cigeval_batch_sample", defau
 class _Item:
     """One distinct request (by custom_id) and everyone waiting for its reply.
 
-    ``counter`` counts each submission of the line for the sample that asked first (the
-    sample's ``http_attempts``; those who joined an identical request sent nothing).
+    ``counter``: the call observers of the sample that asked first, told of each submission
+    of the line (the sample's ``http_attempts``; those who joined an identical request sent
+    nothing).
     """
 
     custom_id: str
@@ -107,7 +108,7 @@ class _Item:
     waiters: list[asyncio.Future[ModelResponse]] = field(default_factory=list)
     attempts: int = 0
     batch_id: str | None = None
-    counter: AttemptCounter | None = None
+    counter: Observers | None = None
 
 
 class BatchCoordinator:
@@ -244,7 +245,7 @@ class BatchCoordinator:
         if item is not None:
             item.waiters.append(future)
             return future
-        item = _Item(custom_id, backend, line, [future], counter=current_attempt_counter())
+        item = _Item(custom_id, backend, line, [future], counter=current_observers())
         record = self.state.batch_for(custom_id)
         if record is not None and not (refresh and record.downloaded):
             item.attempts, item.batch_id = 1, record.id
@@ -298,7 +299,7 @@ class BatchCoordinator:
                 for item in chunk:
                     item.attempts += 1
                     if item.counter is not None:
-                        item.counter.add()
+                        item.counter.attempt_sent()
                     item.batch_id = None
                     self._in_batch[item.custom_id] = item
                 self._start(self._submit(chunk[0].backend, chunk, self._stage))
