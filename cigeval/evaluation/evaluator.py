@@ -459,7 +459,12 @@ class Evaluator:
     async def evaluate_many_async(
         self, items: Iterable[SampleInput], concurrency: int | None = None
     ) -> list[Score]:
-        """Judge many samples concurrently; results in input order."""
+        """Judge many samples concurrently, at most ``concurrency`` at once (default:
+        ``run_config.concurrency``); results in input order.
+
+        The model calls in flight stay within the limit the judges were built with
+        (``run_config``'s); :func:`cigeval.evaluate_many` sizes both from its ``concurrency``.
+        """
         materialised = list(items)
         results: list[Score | None] = [None] * len(materialised)
         semaphore = asyncio.Semaphore(self._sample_limit(concurrency))
