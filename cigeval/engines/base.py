@@ -8,16 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from cigeval.engines.local import LocalEngine
 from cigeval.engines.on_ray import RayEngine
 from cigeval.engines.settings import EngineConfig
-
-if TYPE_CHECKING:
-    from cigeval.engines.signals import Stop
-    from cigeval.evaluation import Evaluator, SampleInput
-    from cigeval.score import Score
+from cigeval.engines.signals import Stop
+from cigeval.evaluation import Evaluator, SampleInput
+from cigeval.score import Score
 
 
 class Engine(Protocol):

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cigeval.engines._rows import decode_record, encode_items
 from cigeval.engines.ray_engine import (
@@ -26,10 +26,8 @@ from cigeval.engines.ray_engine import (
 )
 from cigeval.engines.settings import EngineConfig
 from cigeval.engines.signals import SIGINT, SIGTERM, Stop, Terminated, raise_on_sigterm
+from cigeval.evaluation import Evaluator, SampleInput
 from cigeval.score import Score
-
-if TYPE_CHECKING:
-    from cigeval.evaluation import Evaluator, SampleInput
 
 
 class RayEngine:

@@ -13,13 +13,14 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cigeval.backends.reachability import ServerWatch, watching_servers
 from cigeval.engines.base import Engine, engine_for
 from cigeval.engines.settings import EngineConfig
 from cigeval.engines.signals import Stop
 from cigeval.errors import InputError, ResultsWriteError
+from cigeval.evaluation import Evaluator, SampleInput
 from cigeval.results.jsonl import ResultsWriter
 from cigeval.results.lock import ResultsLock
 from cigeval.results.summary import RunSummary
@@ -32,11 +33,8 @@ from cigeval.runs.recorder import Recorder
 from cigeval.runs.result import RunCallback, RunResult
 from cigeval.sample import iter_samples_file
 
-if TYPE_CHECKING:
-    from cigeval.evaluation import Evaluator, SampleInput
-
 #: What a run reads samples from: a samples JSONL file, or any iterable of samples.
-Samples = str | os.PathLike[str] | Iterable["SampleInput"]
+Samples = str | os.PathLike[str] | Iterable[SampleInput]
 
 
 def run_samples(
