@@ -76,34 +76,8 @@ class Evaluator(judging.Evaluator):
     sample, on thousands, or on a whole results file (:meth:`run`).
 
     Everything but :meth:`run` is :class:`cigeval.evaluation.Evaluator`'s (the arguments,
-    the preflight, ``evaluate``, ``evaluate_many``, ``stream``); :meth:`run` is
-    :func:`run_samples_file`.
+    the preflight, ``evaluate``, ``evaluate_many``, ``stream``); ``judge.run(samples,
+    out=...)`` is :func:`run_samples_file` with this evaluator.
     """
 
-    def run(
-        self,
-        samples: Samples,
-        *,
-        out: str | os.PathLike[str],
-        options: RunOptions | None = None,
-        engine: EngineConfig | str | None = None,
-        callbacks: Sequence[RunCallback] = (),
-        prices: dict[str, dict[str, float]] | None = None,
-        quiet: bool = False,
-        track: Any = None,
-        **option_overrides: Any,
-    ) -> RunResult:
-        """Judge ``samples`` into the results file ``out``: :func:`run_samples_file` with
-        this evaluator (the same arguments, result and errors)."""
-        return run_samples_file(
-            self,
-            samples,
-            out,
-            options=options,
-            engine=engine,
-            callbacks=callbacks,
-            prices=prices,
-            quiet=quiet,
-            track=track,
-            **option_overrides,
-        )
+    run = run_samples_file
