@@ -125,3 +125,13 @@ def test_no_import_circle_among_the_judge_run_engines_and_trackers() -> None:
     kept = {m: ts for m, ts in kept.items() if _within(m, RUN_LAYERS)}
     assert len(kept) >= 25
     assert circles(kept) == []
+
+
+def test_the_run_reaches_the_engines_through_their_protocol_only() -> None:
+    graph = import_graph()
+    run = [m for m in graph if _within(m, ("cigeval.runs",))]
+    reached = {t for m in run for t in graph[m] if _within(t, ("cigeval.engines",))}
+    assert "cigeval.engines.base" in reached
+    # the protocol, the engine settings and how a run stops; never an engine's own module
+    allowed = {"cigeval.engines.base", "cigeval.engines.settings", "cigeval.engines.signals"}
+    assert reached <= allowed
