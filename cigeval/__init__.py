@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from cigeval.engines import evaluate_dataset
     from cigeval.errors import CigevalError, ConfigError, InputError, ParseError
     from cigeval.evaluation import (
-        Evaluator,
         evaluate,
         evaluate_async,
         evaluate_many,
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
     from cigeval.results import read_records, to_frame
     from cigeval.rubrics import Rubric, define_rubric, register_rubric
     from cigeval.runs import RunOptions, RunResult
+    from cigeval.runs.evaluator import Evaluator
     from cigeval.sample import Sample, iter_samples_file
     from cigeval.score import Score, SubScore
     from cigeval.tasks import SubQuestion, TaskSpec, load_tasks_file, register_task
@@ -55,7 +55,7 @@ _PUBLIC: dict[str, str] = {
     "evaluate_async": "cigeval.evaluation",
     "evaluate_many": "cigeval.evaluation",
     "evaluate_many_async": "cigeval.evaluation",
-    "Evaluator": "cigeval.evaluation",
+    "Evaluator": "cigeval.runs.evaluator",
     "EvalConfig": "cigeval.config",
     "RunConfig": "cigeval.config",
     "EnsembleConfig": "cigeval.config",

@@ -7,6 +7,7 @@
 - :class:`RunConfig`: how a batch runs (concurrency, limits, caching); none of it changes an
   answer.
 - :class:`EnsembleConfig`: how several judgments per sample are made and combined.
+- :class:`JudgeSpec`: one judge as a value: its models and the three settings above.
 
 Every field that the command line exposes names its flag (``json_schema_extra=flag(...)``,
 :mod:`cigeval._flag`); ``cigeval.cli`` builds the flags, their help and their defaults from
@@ -18,6 +19,7 @@ fields without paying for it.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -448,3 +450,44 @@ class EnsembleConfig(BaseModel):
                 f"unknown combine rule {value!r}; choose one of: {', '.join(COMBINE_RULES)}"
             )
         return value
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """One judge, as a value: its models (spec strings such as ``openai:NAME@URL`` or
+    ``hf:PATH``, or judge objects; several make an ensemble), its settings, how a run calls
+    it, how an ensemble combines, and the server of ``openai:`` specs that name none.
+
+    An :class:`~cigeval.evaluation.Evaluator` is built from one, and every Ray worker builds
+    its own Evaluator from the same value.
+    """
+
+    models: tuple[Any, ...]
+    config: EvalConfig = field(default_factory=EvalConfig)
+    run_config: RunConfig = field(default_factory=RunConfig)
+    ensemble: EnsembleConfig = field(default_factory=EnsembleConfig)
+    base_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise ConfigError("at least one model is needed")
+
+    @classmethod
+    def of(
+        cls,
+        model: Any,
+        *,
+        config: EvalConfig | None = None,
+        run_config: RunConfig | None = None,
+        ensemble: EnsembleConfig | None = None,
+        base_url: str | None = None,
+    ) -> JudgeSpec:
+        """The spec of ``model`` (one model, or a list or tuple of them); unset settings are
+        the defaults."""
+        return cls(
+            models=tuple(model) if isinstance(model, list | tuple) else (model,),
+            config=config or EvalConfig(),
+            run_config=run_config or RunConfig(),
+            ensemble=ensemble or EnsembleConfig(),
+            base_url=base_url,
+        )

@@ -1,5 +1,7 @@
 """Engines: where a run's samples are judged. ``local`` is the Evaluator in this process;
 ``ray`` spreads the samples over a Ray cluster (:func:`evaluate_dataset`, ``--engine ray``).
+A run reaches either through the :class:`~cigeval.engines.base.Engine` protocol
+(:func:`~cigeval.engines.base.engine_for` picks one from an :class:`EngineConfig`).
 
 Nothing here imports Ray until a Ray function runs (``pip install 'cigeval[ray]'``), and the
 Ray engine's module loads on first use of its names, so the engine settings stay light.

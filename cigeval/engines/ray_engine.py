@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -21,10 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
-from cigeval.engines._rows import decode_row, encode_score
+from cigeval.config import EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
+from cigeval.engines._rows import decode_record, decode_row, encode_score
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, ConfigError, MissingDependency, PreflightError
+from cigeval.evaluation import Evaluator
+from cigeval.evaluation._sync import run_sync
+from cigeval.tasks.registry import TASKS, register_task
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -149,32 +153,20 @@ def _ray_logs_to(path: Path) -> Iterator[None]:
 class WorkerSpec:
     """Everything a worker actor needs to build its Evaluator, shipped once per actor."""
 
-    models: list[Any]
-    config: EvalConfig
-    run_config: RunConfig
-    ensemble: EnsembleConfig
-    base_url: str | None = None
+    judge: JudgeSpec
     base_dir: str | None = None
     tasks: list[Any] = field(default_factory=list)
     setup: Callable[[], None] | None = None
     secrets: Secrets = field(default_factory=Secrets)
 
-    def build(self) -> Any:
+    def build(self) -> Evaluator:
         """Set the driver's credentials in this worker's environment, register the driver's
         tasks, run ``setup``, and build the Evaluator."""
-        from cigeval.evaluation import Evaluator
-
         os.environ.update(self.secrets)
         _register_tasks(self.tasks)
         if self.setup is not None:
             self.setup()
-        return Evaluator(
-            self.models,
-            config=self.config,
-            run_config=self.run_config,
-            base_url=self.base_url,
-            ensemble=self.ensemble,
-        )
+        return Evaluator.from_spec(self.judge)
 
 
 class EvaluatorWorker:
@@ -192,11 +184,9 @@ class EvaluatorWorker:
             os.environ["CUDA_VISIBLE_DEVICES"] = ""
         self.evaluator = spec.build()
         self.base_dir = spec.base_dir
-        self.concurrency = spec.run_config.concurrency
+        self.concurrency = spec.judge.run_config.concurrency
         self._limit: asyncio.Semaphore | None = None
-        if spec.run_config.preflight:
-            from cigeval.evaluation._sync import run_sync
-
+        if spec.judge.run_config.preflight:
             run_sync(_checked(self.evaluator))
 
     async def __call__(self, batch: pa.Table) -> pa.Table:
@@ -218,26 +208,20 @@ class EvaluatorWorker:
         return pa.table({c: pa.array([r[c] for r in rows], pa.string()) for c in columns})
 
 
-async def _checked(evaluator: Any) -> list[str]:
+async def _checked(evaluator: Evaluator) -> list[str]:
     """The evaluator's preflight, closing the connections it opened in this loop."""
     try:
-        checks: list[str] = await evaluator.preflight_async()
-        return checks
+        return await evaluator.preflight_async()
     finally:
         await evaluator.aclose()
 
 
 def _preflight_task(spec: WorkerSpec) -> list[str]:
     """Run on one Ray worker: build the Evaluator and check its judges and tools."""
-    from cigeval.evaluation._sync import run_sync
-
-    result: list[str] = run_sync(_checked(spec.build()))
-    return result
+    return run_sync(_checked(spec.build()))
 
 
 def _register_tasks(tasks: list[Any]) -> None:
-    from cigeval.tasks.registry import TASKS, register_task
-
     for spec in tasks:
         with contextlib.suppress(CigevalError):
             if spec.id in TASKS and TASKS.get(spec.id) == spec:
@@ -247,8 +231,6 @@ def _register_tasks(tasks: list[Any]) -> None:
 
 def _driver_tasks() -> list[Any]:
     """Every task the driver knows (built-in, from files, registered in Python)."""
-    from cigeval.tasks.registry import TASKS
-
     specs = []
     for name in TASKS.names():
         with contextlib.suppress(CigevalError):
@@ -339,35 +321,28 @@ def preflight_on_ray(spec: WorkerSpec, engine: EngineConfig | None = None) -> li
 
 
 def worker_spec(
-    model: Any,
+    judge: JudgeSpec,
     engine: EngineConfig,
     *,
-    config: EvalConfig | None = None,
-    run_config: RunConfig | None = None,
-    ensemble: EnsembleConfig | None = None,
-    base_url: str | None = None,
     base_dir: str | Path | None = None,
     worker_setup: Callable[[], None] | None = None,
 ) -> WorkerSpec:
-    """What every worker actor of ``engine`` gets; ConfigError when it cannot be sent.
+    """What every worker actor of ``engine`` gets to judge as ``judge``; ConfigError when
+    it cannot be sent.
 
     Ray must be connected (the worker count, and so each worker's share of the rate limits,
     depends on the cluster).
     """
-    run_config = run_config or RunConfig()
-    if run_config.batch:
+    if judge.run_config.batch:
         # Each actor would gather only its own share of a stage into its own batches, with
         # several processes writing one batch record: neither the saving nor the resume holds.
         raise ConfigError(
             "--batch and --engine ray cannot be combined: a provider batch gathers the calls "
             "of one process; use --batch on one machine, or --engine ray with direct calls"
         )
+    run_config = _split_limits(judge.run_config, default_workers(engine))
     spec = WorkerSpec(
-        models=list(model) if isinstance(model, list | tuple) else [model],
-        config=config or EvalConfig(),
-        run_config=_split_limits(run_config, default_workers(engine)),
-        ensemble=ensemble or EnsembleConfig(),
-        base_url=base_url,
+        judge=dataclasses.replace(judge, run_config=run_config),
         base_dir=str(Path(base_dir or Path.cwd()).resolve()),
         tasks=_driver_tasks(),
         setup=worker_setup,
@@ -391,7 +366,7 @@ def judge_dataset(ds: ray.data.Dataset, spec: WorkerSpec, engine: EngineConfig) 
     # holds others back. Each actor judges ``concurrency`` of them at once (async calls) and
     # has as many queued, so it never waits for the next one (and Ray Data's autoscaler,
     # which scales on queued work, can grow the pool).
-    concurrency = spec.run_config.concurrency
+    concurrency = spec.judge.run_config.concurrency
     pool = ray.data.ActorPoolStrategy(
         **sizes,
         max_tasks_in_flight_per_actor=2 * concurrency,
@@ -449,30 +424,21 @@ def evaluate_dataset(
     ray = import_ray()
     if not ray.is_initialized():
         ray.init()
-    run_config = run_config or RunConfig()
+    judge = JudgeSpec.of(
+        model, config=config, run_config=run_config, ensemble=ensemble, base_url=base_url
+    )
     engine = EngineConfig(
         engine="ray",
         ray_workers=workers,
         ray_gpus_per_worker=gpus_per_worker,
         ray_cpus_per_worker=cpus_per_worker,
     )
-    spec = worker_spec(
-        model,
-        engine,
-        config=config,
-        run_config=run_config,
-        ensemble=ensemble,
-        base_url=base_url,
-        base_dir=base_dir,
-        worker_setup=worker_setup,
-    )
-    if run_config.preflight if preflight is None else preflight:
+    spec = worker_spec(judge, engine, base_dir=base_dir, worker_setup=worker_setup)
+    if judge.run_config.preflight if preflight is None else preflight:
         preflight_on_ray(spec, engine)
     return judge_dataset(ds, spec, engine)
 
 
 def record_of(row: dict[str, Any]) -> dict[str, Any]:
     """The results record (a dict) of a row of :func:`evaluate_dataset`'s output."""
-    from cigeval.engines._rows import decode_record
-
     return decode_record(row)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 import weakref
 from collections.abc import (
@@ -13,15 +12,13 @@ from collections.abc import (
     Callable,
     Collection,
     Iterable,
-    Sequence,
 )
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
 from cigeval.backends.cache import bypass_cached_answers
-from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
-from cigeval.engines.settings import EngineConfig
+from cigeval.config import EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
 from cigeval.evaluation._sync import run_sync
 from cigeval.evaluation.assemble import (
@@ -53,9 +50,9 @@ from cigeval.trace import ErrorEvent, Trace
 
 if TYPE_CHECKING:
     from cigeval.backends.batch import BatchCoordinator
-    from cigeval.runs import RunCallback, RunOptions, RunResult, Samples
 
 T = TypeVar("T")
+E = TypeVar("E", bound="Evaluator")
 #: What the evaluator accepts as a sample: a Sample, a line of a samples file, or a dict.
 SampleInput = Sample | SampleLine | dict[str, Any]
 
@@ -89,33 +86,23 @@ class Evaluator:
     ) -> None:
         base = config or EvalConfig()
         try:
-            self.config = (
-                # The explicit settings only: a `method` override then fills in its own.
-                EvalConfig.model_validate(
-                    {**base.model_dump(exclude_unset=True), **config_overrides}
-                )
-                if config_overrides
-                else base
-            )
+            # The explicit settings only: a `method` override then fills in its own.
+            merged = {**base.model_dump(exclude_unset=True), **config_overrides}
+            config = EvalConfig.model_validate(merged) if config_overrides else base
         except Exception as exc:
             raise ConfigError(f"invalid evaluation settings: {exc}") from None
-        self.run_config = run_config or RunConfig()
-        self.ensemble = ensemble or EnsembleConfig()
+        #: The judge this evaluator is (models and settings), as one value.
+        self.spec = JudgeSpec.of(
+            model, config=config, run_config=run_config, ensemble=ensemble, base_url=base_url
+        )
         self._preflight = _PreflightOnce(
             self.run_config.preflight if preflight is None else preflight
         )
         self.rubric = get_rubric(self.config.rubric)
         resolve_tools(self.config.tools)  # unknown tool names fail here, not once per sample
-        models = list(model) if isinstance(model, list | tuple) else [model]
-        if not models:
-            raise ConfigError("at least one model is needed")
-        #: The judge models as given (spec strings or objects): Ray workers build theirs
-        #: from these.
-        self.models: list[Any] = models
-        #: The server URL given for ``openai:`` specs without one, or None.
-        self.base_url = base_url
         self.backends: list[Backend] = [
-            resolve_backend(m, base_url=base_url, run_config=self.run_config) for m in models
+            resolve_backend(m, base_url=base_url, run_config=self.run_config)
+            for m in self.spec.models
         ]
         #: The Batch API coordinator under ``RunConfig(batch=True)`` (``--batch``), else None.
         self.batch: BatchCoordinator | None = None
@@ -135,58 +122,32 @@ class Evaluator:
         use_cache = self.run_config.use_cache and self.run_config.cache_dir is not None
         self.tool_cache = ResponseCache(self.run_config.cache_dir) if use_cache else None  # type: ignore[arg-type]
 
-    def run(
-        self,
-        samples: Samples,
-        *,
-        out: str | os.PathLike[str],
-        options: RunOptions | None = None,
-        engine: EngineConfig | str | None = None,
-        callbacks: Sequence[RunCallback] = (),
-        prices: dict[str, dict[str, float]] | None = None,
-        quiet: bool = False,
-        track: Any = None,
-        **option_overrides: Any,
-    ) -> RunResult:
-        """Judge ``samples`` into the results file ``out``, with every guarantee of
-        ``cigeval evaluate``: one run per file, resume, each record written as its sample
-        finishes, the summary (see :func:`cigeval.runs.run_samples`).
-
-        ``samples`` is a samples JSONL path or any iterable of Samples, samples-file lines
-        or dicts. Keyword arguments override :class:`~cigeval.runs.RunOptions` fields
-        (``overwrite=True``, ``retry_errors=True``, ``limit=10``); ``engine`` is
-        ``"local"`` (default), ``"ray"`` or an :class:`~cigeval.engines.EngineConfig`;
-        each of ``callbacks`` gets the :class:`~cigeval.runs.RunResult` at the end.
-        ``track`` logs the run to an experiment tracker when it ends: ``"wandb"``,
-        ``"mlflow"``, a :class:`cigeval.tracking.Tracker`, or a list of them
-        (docs/tracking.md).
-        Returns that result (``print(result)`` shows the summary); Ctrl-C ends the run
-        cleanly and is raised again as KeyboardInterrupt once the records are safe.
-        """
-        from cigeval.runs import RunOptions, run_samples
-        from cigeval.tracking import trackers_for
-
-        base = options or RunOptions()
-        if option_overrides:
-            try:
-                base = RunOptions.model_validate({**base.model_dump(), **option_overrides})
-            except Exception as exc:
-                raise ConfigError(f"invalid run options: {exc}") from None
-        if isinstance(engine, str):
-            engine = EngineConfig(engine=engine)
-        result = run_samples(
-            self,
-            samples,
-            out,
-            options=base,
-            engine=engine,
-            prices=prices,
-            callbacks=[*callbacks, *trackers_for(track)],
-            quiet=quiet,
+    @classmethod
+    def from_spec(cls: type[E], spec: JudgeSpec, *, preflight: bool | None = None) -> E:
+        """The evaluator of ``spec`` (``preflight`` as in the constructor)."""
+        return cls(
+            list(spec.models),
+            config=spec.config,
+            run_config=spec.run_config,
+            base_url=spec.base_url,
+            ensemble=spec.ensemble,
+            preflight=preflight,
         )
-        if result.stopped_by == "SIGINT":
-            raise KeyboardInterrupt
-        return result
+
+    @property
+    def config(self) -> EvalConfig:
+        """How each sample is judged (recorded with every Score)."""
+        return self.spec.config
+
+    @property
+    def run_config(self) -> RunConfig:
+        """How the judges are called: concurrency, limits, retries, caching."""
+        return self.spec.run_config
+
+    @property
+    def ensemble(self) -> EnsembleConfig:
+        """How several judgments per sample are made and combined."""
+        return self.spec.ensemble
 
     def _scene_graph_backend(self) -> Backend | None:
         spec = self.config.scene_graph_model
@@ -498,7 +459,12 @@ class Evaluator:
     async def evaluate_many_async(
         self, items: Iterable[SampleInput], concurrency: int | None = None
     ) -> list[Score]:
-        """Judge many samples concurrently; results in input order."""
+        """Judge many samples concurrently, at most ``concurrency`` at once (default:
+        ``run_config.concurrency``); results in input order.
+
+        The model calls in flight stay within the limit the judges were built with
+        (``run_config``'s); :func:`cigeval.evaluate_many` sizes both from its ``concurrency``.
+        """
         materialised = list(items)
         results: list[Score | None] = [None] * len(materialised)
         semaphore = asyncio.Semaphore(self._sample_limit(concurrency))

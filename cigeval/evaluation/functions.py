@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cigeval.config import RunConfig
 from cigeval.errors import ConfigError
 from cigeval.evaluation.evaluator import Evaluator, SampleInput
 from cigeval.sample import iter_samples_file
@@ -42,9 +43,12 @@ def evaluate_many(
     which sample field (``{"task": "category", "prompt": "caption", "output": "image"}``;
     see :class:`cigeval.hf_datasets.ColumnMap`) and ``task`` the task of every row when no
     column holds it. Other keyword arguments go to :class:`Evaluator`.
+
+    ``concurrency`` samples are judged at once, with as many model calls in flight as that
+    many samples need (``RunConfig.max_calls_in_flight`` when set, else 3 per sample).
     """
     items = _items(samples, columns, task)
-    return Evaluator(model, **kwargs).evaluate_many(items, concurrency)
+    return Evaluator(model, **_sized(kwargs, concurrency)).evaluate_many(items)
 
 
 async def evaluate_many_async(
@@ -58,7 +62,20 @@ async def evaluate_many_async(
 ) -> list[Score]:
     """Async :func:`evaluate_many`."""
     items = _items(samples, columns, task)
-    return await Evaluator(model, **kwargs).evaluate_many_async(items, concurrency)
+    return await Evaluator(model, **_sized(kwargs, concurrency)).evaluate_many_async(items)
+
+
+def _sized(kwargs: dict[str, Any], concurrency: int | None) -> dict[str, Any]:
+    """The Evaluator's arguments with ``concurrency`` as its run's concurrency, so that the
+    limit of calls in flight its judges are built with follows it."""
+    if concurrency is None:
+        return kwargs
+    run_config = kwargs.get("run_config") or RunConfig()
+    try:
+        sized = RunConfig.model_validate({**run_config.model_dump(), "concurrency": concurrency})
+    except Exception as exc:
+        raise ConfigError(f"invalid concurrency {concurrency!r}: {exc}") from None
+    return {**kwargs, "run_config": sized}
 
 
 def _items(

@@ -1,11 +1,14 @@
 """Runs: judging a set of samples into a results file, with every guarantee of a run.
 
-One layer beneath the command line, used by ``cigeval evaluate``, by
-:meth:`cigeval.Evaluator.run` and by both engines (local and Ray): the lock on the results
-file, the resume, the pending samples, the writer, the summary, Ctrl-C and SIGTERM, the exit
+One layer beneath the command line, used by ``cigeval evaluate`` and by
+:meth:`cigeval.Evaluator.run`, above the judge (:mod:`cigeval.evaluation`) and the engines
+(:mod:`cigeval.engines`, local and Ray): the lock on the results file, the resume, the
+pending samples, the writer, the summary, the preflight's place, Ctrl-C and SIGTERM, the exit
 status, and the end-of-run callbacks (:data:`RunCallback`) that experiment trackers attach to.
 
 - :func:`run_samples`: the run itself.
+- :func:`run_samples_file`: the run from Python (option overrides, an engine by name,
+  trackers); :class:`Evaluator`, the public ``cigeval.Evaluator``, has it as ``run``.
 - :class:`RunOptions`: resume or overwrite, retry errors, limit, trace in the records.
 - :class:`RunResult`: the summary, how the run ended, its exit status and settings.
 - :mod:`cigeval.runs.status`: the exit statuses (docs/exit-statuses.md).
@@ -26,6 +29,7 @@ from cigeval.runs.status import (
 )
 
 if TYPE_CHECKING:
+    from cigeval.runs.evaluator import Evaluator, run_samples_file
     from cigeval.runs.options import RunOptions
     from cigeval.runs.result import RunCallback, RunResult
     from cigeval.runs.run import Samples, run_samples
@@ -33,6 +37,8 @@ if TYPE_CHECKING:
 #: Public name -> its module, imported on first use: ``cigeval.runs.status`` (and the command
 #: line, which needs only the exit statuses) must not pull in the evaluator and the engines.
 _LAZY = {
+    "Evaluator": "cigeval.runs.evaluator",
+    "run_samples_file": "cigeval.runs.evaluator",
     "RunOptions": "cigeval.runs.options",
     "RunCallback": "cigeval.runs.result",
     "RunResult": "cigeval.runs.result",
@@ -47,11 +53,13 @@ __all__ = [
     "EXIT_SAMPLE_ERRORS",
     "EXIT_TERMINATED",
     "EXIT_USAGE",
+    "Evaluator",
     "RunCallback",
     "RunOptions",
     "RunResult",
     "Samples",
     "run_samples",
+    "run_samples_file",
 ]
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cigeval.engines.signals import CIRCUIT_BREAKER, Stop
 from cigeval.runs.breaker import CircuitBreaker
-from cigeval.runs.signals import CIRCUIT_BREAKER, Stop
 
 if TYPE_CHECKING:
     from cigeval.backends.reachability import ServersDown

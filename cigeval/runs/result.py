@@ -9,10 +9,10 @@ from typing import Any
 
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
+from cigeval.engines.signals import CIRCUIT_BREAKER, SIGTERM
 from cigeval.results.summary import RunSummary
 from cigeval.runs.breaker import CircuitBreaker
 from cigeval.runs.options import RunOptions
-from cigeval.runs.signals import CIRCUIT_BREAKER, SIGTERM
 from cigeval.runs.status import (
     EXIT_CIRCUIT_BREAKER,
     EXIT_INTERRUPTED,

@@ -11,33 +11,31 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cigeval.backends.observers import observing
 from cigeval.backends.reachability import ServerWatch
+from cigeval.engines.base import Engine, engine_for
 from cigeval.engines.settings import EngineConfig
+from cigeval.engines.signals import Stop
 from cigeval.errors import InputError, ResultsWriteError
+from cigeval.evaluation import Evaluator, SampleInput
 from cigeval.results.jsonl import ResultsWriter
 from cigeval.results.lock import ResultsLock
 from cigeval.results.summary import RunSummary
 from cigeval.runs.breaker import ServerWatching
-from cigeval.runs.local import LocalEngine
-from cigeval.runs.on_ray import RayEngine
 from cigeval.runs.options import RunOptions
 from cigeval.runs.pending import PendingCounts, expected_total, pending_samples
+from cigeval.runs.preflight import preflight_step
 from cigeval.runs.progress import counting_calls
 from cigeval.runs.recorder import Recorder
 from cigeval.runs.result import RunCallback, RunResult
-from cigeval.runs.signals import Stop
 from cigeval.sample import iter_samples_file
 
-if TYPE_CHECKING:
-    from cigeval.evaluation import Evaluator, SampleInput
-
 #: What a run reads samples from: a samples JSONL file, or any iterable of samples.
-Samples = str | os.PathLike[str] | Iterable["SampleInput"]
+Samples = str | os.PathLike[str] | Iterable[SampleInput]
 
 
 def run_samples(
@@ -89,13 +87,11 @@ def run_samples(
     except OSError as exc:
         raise ResultsWriteError(f"cannot write results to {out}: {exc}") from None
     with lock:
-        runner: LocalEngine | RayEngine = (
-            RayEngine(evaluator, engine, ray_log_file(out))
-            if engine.engine == "ray"
-            else LocalEngine(evaluator)
-        )
+        runner = engine_for(engine, evaluator, ray_log_file(out))
         try:
             runner.prepare(quiet)
+            if evaluator.run_config.preflight:
+                preflight_step(runner.preflight, quiet, label=runner.preflight_label)
             result = _judge(runner, evaluator, source, out, lock, options, engine, prices, quiet)
         finally:
             runner.close()
@@ -111,7 +107,7 @@ def run_samples(
 
 
 def _judge(
-    runner: LocalEngine | RayEngine,
+    runner: Engine,
     evaluator: Evaluator,
     source: Path | Iterable[SampleInput],
     out: Path,
@@ -149,7 +145,7 @@ def _judge(
             # model calls and tokens on the bar as they happen; every request's outcome
             # for the circuit breaker
             with counting_calls(progress), observing(servers.watch if servers else None):
-                runner.judge(pending, writer.retrying, recorder.accept, stop, servers)
+                runner.judge(pending, writer.retrying, recorder.accept, stop, _down(servers))
             recorder.finish()
         finally:
             progress.close()
@@ -168,6 +164,18 @@ def _judge(
         stopped_by=stop.reason,
         breaker=recorder.breaker if recorder.breaker.tripped else None,
     )
+
+
+def _down(servers: ServerWatching | None) -> Callable[[], bool] | None:
+    """Whether the run stops now because its watch says the judge's servers are down."""
+    if servers is None:
+        return None
+
+    def down() -> bool:
+        seen = servers.watch.down()
+        return seen is not None and servers.on_down(seen)
+
+    return down
 
 
 def open_writer(out: Path, options: RunOptions, settings: dict[str, Any]) -> ResultsWriter:

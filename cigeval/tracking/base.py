@@ -28,7 +28,7 @@ from cigeval.tracking.content import (
 )
 
 if TYPE_CHECKING:
-    from cigeval.runs import RunResult
+    from cigeval.runs.result import RunResult
 
 #: Rows of the records table shown with their images (the rest have the row only).
 DEFAULT_MAX_IMAGES = 1000

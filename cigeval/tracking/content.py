@@ -19,7 +19,7 @@ from cigeval.report.stats import Cell, cell
 from cigeval.results.jsonl import last_record_per_id, read_records
 
 if TYPE_CHECKING:
-    from cigeval.runs import RunResult
+    from cigeval.runs.result import RunResult
 
 #: Bootstrap settings of the intervals (the report's defaults).
 N_BOOT, LEVEL, SEED = 1000, 0.95, 0

@@ -12,23 +12,30 @@ import sys
 import time
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cigeval.engines._rows import decode_record, encode_items
+from cigeval.engines.ray_engine import (
+    WorkerSpec,
+    default_workers,
+    import_ray,
+    judge_dataset,
+    preflight_on_ray,
+    ray_session,
+    worker_spec,
+)
 from cigeval.engines.settings import EngineConfig
-from cigeval.runs.preflight import preflight_step
-from cigeval.runs.signals import SIGINT, SIGTERM, Stop, Terminated, raise_on_sigterm
-
-if TYPE_CHECKING:
-    from cigeval.engines.ray_engine import WorkerSpec
-    from cigeval.evaluation import Evaluator, SampleInput
-    from cigeval.runs.breaker import ServerWatching
-    from cigeval.score import Score
+from cigeval.engines.signals import SIGINT, SIGTERM, Stop, Terminated, raise_on_sigterm
+from cigeval.evaluation import Evaluator, SampleInput
+from cigeval.score import Score
 
 
 class RayEngine:
     """Judges a run's samples on Ray: started or joined in :meth:`prepare`, left in
-    :meth:`close`. The workers build their own Evaluator from ``evaluator``'s models and
-    settings."""
+    :meth:`close`. The workers build their own Evaluator from ``evaluator``'s
+    :class:`~cigeval.config.JudgeSpec`."""
+
+    preflight_label = "preflight on Ray"
 
     def __init__(self, evaluator: Evaluator, engine: EngineConfig, log_file: Path) -> None:
         self.evaluator = evaluator
@@ -47,17 +54,8 @@ class RayEngine:
             print(f"ray: {message}", file=sys.stderr, flush=True)
 
     def prepare(self, quiet: bool) -> None:
-        """Start or join Ray, make the workers' spec and run the preflight on a worker."""
-        from cigeval.engines.ray_engine import (
-            default_workers,
-            import_ray,
-            preflight_on_ray,
-            ray_session,
-            worker_spec,
-        )
-
+        """Start or join Ray and make the workers' spec."""
         self._quiet = quiet
-        evaluator = self.evaluator
         address = self.engine.ray_address
         running = import_ray().is_initialized()
         logs = None if self.engine.ray_verbose or running else self.log_file
@@ -76,21 +74,14 @@ class RayEngine:
             f"{resources.get('CPU', 0):g} CPU(s), {resources.get('GPU', 0):g} GPU(s)"
             + (f"; Ray's own logs go to {logs} (--ray-verbose shows them)" if logs else "")
         )
-        spec = worker_spec(
-            list(evaluator.models),
-            self.engine,
-            config=evaluator.config,
-            run_config=evaluator.run_config,
-            ensemble=evaluator.ensemble,
-            base_url=evaluator.base_url,
-        )
-        self._spec = spec
+        self._spec = worker_spec(self.evaluator.spec, self.engine)
         self._workers = default_workers(self.engine)
-        if evaluator.run_config.preflight:
-            self._status("preflight on a worker (builds the judge and loads the tools there)")
-            preflight_step(
-                lambda: preflight_on_ray(spec, self.engine), quiet, label="preflight on Ray"
-            )
+
+    def preflight(self) -> list[str]:
+        """The preflight on one worker, which builds the judge and loads the tools there."""
+        assert self._spec is not None, "prepare() first"
+        self._status("preflight on a worker (builds the judge and loads the tools there)")
+        return preflight_on_ray(self._spec, self.engine)
 
     def judge(
         self,
@@ -98,17 +89,13 @@ class RayEngine:
         refresh_ids: Collection[str],
         accept: Callable[[Score], bool],
         stop: Stop,
-        servers: ServerWatching | None = None,
+        servers_down: Callable[[], bool] | None = None,
     ) -> None:
         """Send the items to the workers; hand each Score to ``accept`` as it comes back,
         until they run out, ``accept`` returns False, or a signal stops the run.
 
-        ``servers`` is not used: the requests are made in the workers, where the run's
+        ``servers_down`` is not used: the requests are made in the workers, where the run's
         watch cannot see them, so only the breaker's sample rule applies on Ray."""
-        from cigeval.engines._rows import decode_record, encode_items
-        from cigeval.engines.ray_engine import judge_dataset
-        from cigeval.score import Score
-
         assert self._spec is not None, "prepare() first"
         try:
             with raise_on_sigterm():

@@ -6,28 +6,22 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable, Collection, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from cigeval.engines.signals import SIGINT, Stop, cancel_on_sigterm
+from cigeval.evaluation import Evaluator, SampleInput
 from cigeval.evaluation._sync import run_sync
-from cigeval.runs.preflight import preflight_step
-from cigeval.runs.signals import SIGINT, Stop, cancel_on_sigterm
-
-if TYPE_CHECKING:
-    from cigeval.evaluation import Evaluator, SampleInput
-    from cigeval.runs.breaker import ServerWatching
-    from cigeval.score import Score
-
+from cigeval.score import Score
 
 #: How often the run's watch is asked whether the judge's servers are down (seconds).
 WATCH_INTERVAL_S = 0.5
 
 
-async def _watch(servers: ServerWatching, main: asyncio.Task[Any]) -> None:
-    """Cancel ``main`` once the watch says the servers are down and the run agrees to stop."""
+async def _watch(servers_down: Callable[[], bool], main: asyncio.Task[Any]) -> None:
+    """Cancel ``main`` once ``servers_down`` says the run stops (the servers are down)."""
     while True:
         await asyncio.sleep(WATCH_INTERVAL_S)
-        seen = servers.watch.down()
-        if seen is not None and servers.on_down(seen):
+        if servers_down():
             main.cancel()
             return
 
@@ -35,13 +29,17 @@ async def _watch(servers: ServerWatching, main: asyncio.Task[Any]) -> None:
 class LocalEngine:
     """Judges a run's samples with ``evaluator`` in this process."""
 
+    preflight_label = "preflight"
+
     def __init__(self, evaluator: Evaluator) -> None:
         self.evaluator = evaluator
 
     def prepare(self, quiet: bool) -> None:
-        """The preflight (unless ``run_config.preflight`` is off)."""
-        if self.evaluator.run_config.preflight:
-            preflight_step(self.evaluator.preflight, quiet)
+        """Nothing to start: the evaluator is ready."""
+
+    def preflight(self) -> list[str]:
+        """The evaluator's preflight, in this process."""
+        return self.evaluator.preflight()
 
     def judge(
         self,
@@ -49,20 +47,22 @@ class LocalEngine:
         refresh_ids: Collection[str],
         accept: Callable[[Score], bool],
         stop: Stop,
-        servers: ServerWatching | None = None,
+        servers_down: Callable[[], bool] | None = None,
     ) -> None:
         """Hand each Score to ``accept`` as its sample finishes, until the items run out,
         ``accept`` returns False, or a signal stops the run (its name goes to ``stop``).
 
-        With ``servers``, the run also stops (the samples in flight cancelled, without a
-        record) once its watch says no request reaches the judge's servers any more."""
+        With ``servers_down``, the run also stops (the samples in flight cancelled, without
+        a record) once it says so: no request reaches the judge's servers any more."""
         evaluator = self.evaluator
 
         async def consume() -> None:
             loop = asyncio.get_running_loop()
             main = asyncio.current_task()
             handled = cancel_on_sigterm(loop, main, stop.request)
-            watching = asyncio.ensure_future(_watch(servers, main)) if servers and main else None
+            watching = (
+                asyncio.ensure_future(_watch(servers_down, main)) if servers_down and main else None
+            )
             try:
                 stream = evaluator.stream(
                     items, evaluator.run_config.concurrency, refresh_ids=refresh_ids
