@@ -12,6 +12,7 @@ import contextlib
 import hmac
 import logging
 import math
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -147,6 +148,7 @@ def create_app(
             "concurrency": settings.concurrency,
             "max_queue": settings.max_queue,
             "deadline_s": settings.deadline_s,
+            "process": os.getpid(),
         }
 
     @app.get("/health", summary="Whether the judge's server answers (503 when not)")
