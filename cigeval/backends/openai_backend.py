@@ -44,6 +44,7 @@ from cigeval.messages import (
     ModelRequest,
     ModelResponse,
     TextPart,
+    TokenLogprob,
     Usage,
     normalize_finish_reason,
 )
@@ -100,6 +101,11 @@ class OpenAIBackend:
     #: client that reads the body (Azure's picks the deployment's path from its model)
     #: gets it as a dict instead.
     encoded_body = True
+    #: When set, each request asks for the reply's token log-probabilities with this many
+    #: alternatives per token (``logprobs: true, top_logprobs: N``; OpenAI and vLLM answer
+    #: them), returned in ``ModelResponse.logprobs``. Used by ``cigeval serve --score-mode
+    #: expected`` (cigeval/serve/expected.py).
+    top_logprobs: int | None = None
 
     def __init__(
         self,
@@ -232,6 +238,9 @@ class OpenAIBackend:
             body["seed"] = settings.seed
         if settings.top_p is not None:
             body["top_p"] = settings.top_p
+        if self.top_logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = self.top_logprobs
         return body
 
     def request_body(self, request: ModelRequest) -> bytes:
@@ -329,6 +338,7 @@ class OpenAIBackend:
                     time.perf_counter() - started,
                     finish_reason=finish_reason,
                     endpoint=_endpoint_url(url),
+                    logprobs=_token_logprobs(completion) if self.top_logprobs else None,
                 )
             note_attempt(transport, last_error)  # for the run's circuit breaker
             # Raised here, outside the except clauses, so that the client's exception (whose
@@ -587,6 +597,18 @@ def _read_completion(completion: object, default_model: str) -> tuple[str, str, 
         completion.model or default_model,
         usage,
         normalize_finish_reason(choice.finish_reason),
+    )
+
+
+def _token_logprobs(completion: object) -> tuple[TokenLogprob, ...] | None:
+    """The first choice's token log-probabilities, or None when the server sent none."""
+    choice = completion.choices[0]  # type: ignore[attr-defined]
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return tuple(
+        TokenLogprob(t.token, t.logprob, tuple((a.token, a.logprob) for a in t.top_logprobs or ()))
+        for t in content
     )
 
 

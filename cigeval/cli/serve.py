@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from cigeval.cli._common import UsageError, make_evaluator
+from cigeval.cli._common import UsageError
 from cigeval.cli._flags import add_config_flags, build_config
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
@@ -87,10 +87,15 @@ def run_serve(args: argparse.Namespace) -> int:
 
         spec = JudgeSpec(args.model, config, run_config, ensemble, args.base_url)
         return run_ray_serve(spec, settings, args.replicas, args.ray_address)
+    from cigeval.serve.judge import build_evaluator
+
     # The app runs the preflight itself at startup (so a later outage is not remembered).
-    evaluator = make_evaluator(
-        args, config, run_config.model_copy(update={"preflight": False}), ensemble
-    )
+    try:
+        evaluator = build_evaluator(
+            args.model, config, run_config, ensemble, args.base_url, score_mode=settings.score_mode
+        )
+    except CigevalError as exc:
+        raise UsageError(str(exc)) from None
     app = create_app(evaluator, settings, preflight=run_config.preflight)
     host, port = settings.host, settings.port
     where = f"http://{host}:{port}"

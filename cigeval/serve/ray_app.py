@@ -27,16 +27,17 @@ class JudgeSpec:
     ensemble: EnsembleConfig
     base_url: str | None = None
 
-    def build(self) -> Evaluator:
+    def build(self, score_mode: str = "integer") -> Evaluator:
         """The Evaluator (its preflight left to the app's startup)."""
-        from cigeval.evaluation import Evaluator
+        from cigeval.serve.judge import build_evaluator
 
-        return Evaluator(
+        return build_evaluator(
             self.models,
-            config=self.config,
-            run_config=self.run_config.model_copy(update={"preflight": False}),
-            ensemble=self.ensemble,
-            base_url=self.base_url,
+            self.config,
+            self.run_config,
+            self.ensemble,
+            self.base_url,
+            score_mode=score_mode,
         )
 
 
@@ -44,7 +45,9 @@ def build_app(spec: JudgeSpec, settings: ServeSettings) -> FastAPI:
     """The app of one replica (run on the replica)."""
     from cigeval.serve.app import create_app
 
-    return create_app(spec.build, settings, preflight=spec.run_config.preflight)
+    return create_app(
+        lambda: spec.build(settings.score_mode), settings, preflight=spec.run_config.preflight
+    )
 
 
 class _Replica:
