@@ -101,7 +101,8 @@ def create_app(
     )
 
     def service() -> ScoringService:
-        return state["service"]  # type: ignore[no-any-return]
+        found: ScoringService = state["service"]
+        return found
 
     @app.exception_handler(_Refused)
     async def _refused(_: Request, exc: _Refused) -> JSONResponse:

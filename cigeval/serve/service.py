@@ -94,9 +94,9 @@ class ScoringService:
             error = f"not judged within the deadline of {deadline:g} s"
             return ItemResult(**base, status="timeout", error=error, latency_ms=elapsed), 0
         except Exception as exc:  # a judge failure is this item's error, never the batch's
-            error = escape(f"{type(exc).__name__}: {exc}")
-            return ItemResult(**base, status="error", error=error), 0
-        return item_result(score, base), parse_failures(score)
+            failure = escape(f"{type(exc).__name__}: {exc}")
+            return ItemResult(**base, status="error", error=failure), 0
+        return item_result(score, item), parse_failures(score)
 
     async def _judge(self, item: PreparedItem) -> Score:
         async with self._semaphore():
@@ -104,13 +104,13 @@ class ScoringService:
             return await self.evaluator.evaluate_async(item.sample)
 
 
-def item_result(score: Score, base: dict[str, object]) -> ItemResult:
+def item_result(score: Score, item: PreparedItem) -> ItemResult:
     """The wire form of one judged item."""
     usage = score.usage or {}
     return ItemResult(
-        index=int(base["index"]),  # type: ignore[call-overload]
-        id=str(base["id"]),
-        group=base["group"],  # type: ignore[arg-type]
+        index=item.index,
+        id=item.id,
+        group=item.group,
         status="ok" if score.status == "ok" and score.value is not None else "error",
         score=score.value if score.status == "ok" else None,
         sub_scores=[
@@ -129,10 +129,12 @@ def item_result(score: Score, base: dict[str, object]) -> ItemResult:
 
 def parse_failures(score: Score) -> int:
     """Judge replies of ``score`` that could not be read (each noted in its trace)."""
+    from cigeval.trace import ErrorEvent
+
     return sum(
         1
         for event in score.trace.events
-        if getattr(event, "type", None) == "error" and _UNUSABLE_REPLY in event.message  # type: ignore[union-attr]
+        if isinstance(event, ErrorEvent) and _UNUSABLE_REPLY in event.message
     )
 
 

@@ -29,27 +29,33 @@ from tests.serve.support import (
 
 @pytest.mark.slow
 def test_a_64_item_batch_takes_about_the_critical_path_of_one_item() -> None:
-    latency = 4.0
-    with (
-        FakeOpenAIServer(rule_judge(), latency_s=latency) as server,
-        served_client(server.base_url) as client,
-    ):
+    # Each T2I item here is one judge call, so the critical path is one latency L. The same
+    # batch against a judge with no latency gives cigeval's own CPU time on this machine
+    # (large on a shared 2-core box), which the bound adds rather than hides.
+    latency = 2.0
+    batch = {"items": [t2i_item(i) for i in range(64)]}
+    with FakeOpenAIServer(rule_judge()) as server, served_client(server.base_url) as client:
         client.post("/v1/score", json={"items": [t2i_item(0)]})  # warm up (imports, client)
-        walls, calls = [], set()
-        for _ in range(3):
+
+        def timed() -> float:
+            first = len(server.requests)
             started = time.perf_counter()
-            answer = client.post("/v1/score", json={"items": [t2i_item(i) for i in range(64)]})
-            walls.append(time.perf_counter() - started)
+            answer = client.post("/v1/score", json=batch)
+            wall = time.perf_counter() - started
             assert answer.status_code == 200
-            body = answer.json()
-            assert body["stats"]["ok"] == 64, [r["error"] for r in body["results"] if r["error"]][
-                :2
-            ]
-            calls |= {r["calls"] for r in body["results"]}
-    # Each T2I item here is one dependent judge call; 64 in parallel should take about one.
-    assert calls == {1}
-    critical_path = 1 * latency
-    assert statistics.median(walls) < 1.5 * critical_path, walls
+            results = answer.json()["results"]
+            assert [r["status"] for r in results] == ["ok"] * 64
+            assert {r["calls"] for r in results} == {1}
+            received = [r.received_at for r in server.requests[first:]]
+            if server.latency_s:  # one wave: every call sent before the first one answered
+                assert max(received) - min(received) < server.latency_s
+            return wall
+
+        own_work = min(timed() for _ in range(2))
+        server.latency_s = latency
+        walls = [timed() for _ in range(3)]
+    assert server.max_concurrent == 64
+    assert statistics.median(walls) < 1.5 * latency + own_work, (walls, own_work)
 
 
 def test_corrupt_images_are_their_own_errors_in_order() -> None:
@@ -239,3 +245,49 @@ def test_health_says_503_when_the_judge_is_down() -> None:
     assert health.json()["judge_reachable"] is False
     assert scored.status_code == 200
     assert scored.json()["results"][0]["status"] == "error"
+
+
+def test_the_serve_command_builds_the_app_from_its_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+    from fastapi.testclient import TestClient
+
+    from cigeval.cli.main import main
+
+    started: dict[str, Any] = {}
+
+    def fake_run(app: Any, host: str, port: int, **_: Any) -> None:
+        started.update(app=app, host=host, port=port)
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    monkeypatch.setenv("CIGEVAL_SERVE_API_KEY", "from-env")
+    with FakeOpenAIServer(rule_judge()) as server:
+        status = main(
+            [
+                "serve",
+                "--model",
+                f"openai:fake-model@{server.base_url}",
+                "--tools",
+                "",
+                "--no-cache",
+                "--deadline-s",
+                "5",
+                "--port",
+                "9911",
+                "--max-queue",
+                "100",
+            ]
+        )
+        assert status == 0 and started["host"] == "127.0.0.1" and started["port"] == 9911
+        with TestClient(started["app"]) as client:
+            info = client.get("/v1/info", headers={"Authorization": "Bearer from-env"}).json()
+    assert info["deadline_s"] == 5.0 and info["max_queue"] == 100
+    assert info["concurrency"] == 64  # the service's default, not evaluate's 8
+
+
+def test_unreadable_judge_replies_are_counted() -> None:
+    good = json.dumps({"score": 5, "reasoning": "ok"})
+    replies = ["no score in this reply", good]
+    with FakeOpenAIServer(replies) as server, served_client(server.base_url) as client:
+        answer = client.post("/v1/score", json={"items": [t2i_item(0)]}).json()
+    assert answer["results"][0]["score"] == 0.5  # the re-asked reply was used
+    assert answer["stats"]["parse_failures"] == 1
