@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import logging
 import statistics
 import time
 from collections.abc import Sequence
@@ -17,6 +18,8 @@ from cigeval.serve.settings import ServeSettings
 if TYPE_CHECKING:
     from cigeval.evaluation import Evaluator
     from cigeval.score import Score
+
+log = logging.getLogger("cigeval.serve")
 
 #: How the session marks a judge reply it could not use (cigeval.session): counted as a
 #: parse failure.
@@ -42,10 +45,22 @@ class ScoringService:
     """
 
     def __init__(self, evaluator: Evaluator, settings: ServeSettings) -> None:
+        from cigeval.config import CALLS_PER_SAMPLE, calls_in_flight
+
         self.evaluator = evaluator
         self.settings = settings
         self._held = 0
         self._slots: asyncio.Semaphore | None = None
+        calls = calls_in_flight(evaluator.run_config)
+        if calls < CALLS_PER_SAMPLE * settings.concurrency:
+            log.warning(
+                "the judge keeps %d model calls in flight for %d items judged at once: items "
+                "will wait for each other's calls; build the Evaluator with "
+                "RunConfig(concurrency=%d)",
+                calls,
+                settings.concurrency,
+                settings.concurrency,
+            )
 
     @property
     def held(self) -> int:

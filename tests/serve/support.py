@@ -60,8 +60,7 @@ def make_evaluator(base_url: str, concurrency: int = 64, **overrides: Any) -> ci
         run_config=cigeval.RunConfig(
             use_cache=False, concurrency=concurrency, preflight=False, max_retries=0
         ),
-        tools=(),
-        **overrides,
+        **{"tools": (), **overrides},
     )
 
 

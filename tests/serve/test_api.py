@@ -291,3 +291,41 @@ def test_unreadable_judge_replies_are_counted() -> None:
         answer = client.post("/v1/score", json={"items": [t2i_item(0)]}).json()
     assert answer["results"][0]["score"] == 0.5  # the re-asked reply was used
     assert answer["stats"]["parse_failures"] == 1
+
+
+@pytest.mark.slow
+def test_the_admission_limit_sets_the_calls_in_flight() -> None:
+    # 200 samples of 2 dependent calls (plan, then judge) against a 1 s judge, 256 admitted:
+    # two waves of calls, about 2 s, where a pool of 24 calls would take some 17 s.
+    latency = 1.0
+    settings = ServeSettings(concurrency=256, max_queue=256, max_items=256)
+    batch = {"items": [t2i_item(i) for i in range(200)]}
+    with (
+        FakeOpenAIServer(rule_judge()) as server,
+        served_client(server.base_url, settings, tools=("Difference",)) as client,
+    ):
+        client.post("/v1/score", json={"items": [t2i_item(0)]})  # warm up
+
+        def timed() -> float:
+            started = time.perf_counter()
+            answer = client.post("/v1/score", json=batch).json()
+            assert answer["stats"]["ok"] == 200
+            assert {r["calls"] for r in answer["results"]} == {2}
+            return time.perf_counter() - started
+
+        own_work = timed()
+        server.latency_s = latency
+        wall = timed()
+    assert server.max_concurrent >= 100  # far past 24
+    assert wall < 1.5 * 2 * latency + own_work, (wall, own_work)
+
+
+def test_a_call_pool_narrower_than_the_admission_limit_is_named(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    narrow = make_evaluator("http://127.0.0.1:9/v1", concurrency=8)
+    with caplog.at_level("WARNING", logger="cigeval.serve"):
+        ScoringService(narrow, ServeSettings(concurrency=64))
+        ScoringService(make_evaluator("http://127.0.0.1:9/v1", 64), ServeSettings(concurrency=64))
+    assert len(caplog.records) == 1
+    assert "keeps 24 model calls in flight for 64 items" in caplog.records[0].getMessage()
