@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, Response
 from cigeval._version import __version__
 from cigeval.serve.inputs import prepare, sample_of
 from cigeval.serve.models import ScoreRequest, ScoreResponse
-from cigeval.serve.service import QueueFull, ScoringService
+from cigeval.serve.service import QueueFull, ScoringService, escape
 from cigeval.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ def create_app(
                 await service().evaluator.preflight_async()
                 checked = (time.monotonic(), None)
             except Exception as exc:
-                checked = (time.monotonic(), f"{type(exc).__name__}: {exc}")
+                checked = (time.monotonic(), escape(f"{type(exc).__name__}: {exc}"))
             state["health"] = checked
         problem = checked[1]
         body = {

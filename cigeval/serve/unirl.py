@@ -96,4 +96,6 @@ def unirl_answer(
                 result[name] = metrics
         results.append(result)
         errors.append(error)
-    return {"results": results, "errors": errors}
+    # "stats" is ours (UniRL's client reads only results and errors): the tie statistics of
+    # the groups named in metadata["group"].
+    return {"results": results, "errors": errors, "stats": response.stats.model_dump()}

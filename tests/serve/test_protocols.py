@@ -75,10 +75,19 @@ def test_unirl_t2i_and_editing_requests() -> None:
     assert edit["cigeval"]["edit_success"] == 8.0 and edit["cigeval"]["over_editing"] == 6.0
     assert corrupt == {} and "not a readable image" in body["errors"][2]["cigeval"]
     assert body["errors"][:2] == [{}, {}]
-    assert unknown.json() == {
-        "results": [{}],
-        "errors": [{"hpsv2": "unknown reward 'hpsv2'; this server serves 'cigeval'"}],
-    }
+    assert unknown.json()["results"] == [{}]
+    assert unknown.json()["errors"] == [
+        {"hpsv2": "unknown reward 'hpsv2'; this server serves 'cigeval'"}
+    ]
+
+
+def test_unirl_groups_from_metadata_give_tie_statistics() -> None:
+    payload = unirl_payload([[png_bytes()]] * 3, ["cigeval"])
+    for request, group in zip(payload["requests"], ["g1", "g1", "g2"], strict=True):
+        request["metadata"] = {"group": group}
+    with FakeOpenAIServer(rule_judge()) as server, served_client(server.base_url) as client:
+        stats = client.post("/score", json=payload).json()["stats"]
+    assert stats["groups"] == 1 and stats["tied_group_share"] == 1.0
 
 
 @pytest.mark.skipif(not ZERO_DEPS_CLIENT.exists(), reason="UniRL reference checkout not here")
