@@ -32,13 +32,12 @@ def test_a_64_item_batch_takes_about_the_critical_path_of_one_item() -> None:
     # Each T2I item here is one judge call, so the critical path is one latency L. The same
     # batch against a judge with no latency gives cigeval's own CPU time on this machine
     # (large on a shared 2-core box), which the bound adds rather than hides.
-    latency = 2.0
+    latency = 5.0  # long against this machine's CPU time for 64 items, so the calls overlap
     batch = {"items": [t2i_item(i) for i in range(64)]}
     with FakeOpenAIServer(rule_judge()) as server, served_client(server.base_url) as client:
         client.post("/v1/score", json={"items": [t2i_item(0)]})  # warm up (imports, client)
 
         def timed() -> float:
-            first = len(server.requests)
             started = time.perf_counter()
             answer = client.post("/v1/score", json=batch)
             wall = time.perf_counter() - started
@@ -46,15 +45,12 @@ def test_a_64_item_batch_takes_about_the_critical_path_of_one_item() -> None:
             results = answer.json()["results"]
             assert [r["status"] for r in results] == ["ok"] * 64
             assert {r["calls"] for r in results} == {1}
-            received = [r.received_at for r in server.requests[first:]]
-            if server.latency_s:  # one wave: every call sent before the first one answered
-                assert max(received) - min(received) < server.latency_s
             return wall
 
-        own_work = min(timed() for _ in range(2))
+        own_work = timed()
         server.latency_s = latency
         walls = [timed() for _ in range(3)]
-    assert server.max_concurrent == 64
+    assert server.max_concurrent == 64  # one wave: every call in flight at once
     assert statistics.median(walls) < 1.5 * latency + own_work, (walls, own_work)
 
 
@@ -78,7 +74,7 @@ def test_corrupt_images_are_their_own_errors_in_order() -> None:
 def test_a_deadline_shorter_than_the_judge_gives_timeouts_not_a_failed_batch() -> None:
     settings = ServeSettings(deadline_s=0.3)
     with (
-        FakeOpenAIServer(rule_judge(), latency_s=2.0) as server,
+        FakeOpenAIServer(rule_judge(), latency_s=4.0) as server,
         served_client(server.base_url, settings) as client,
     ):
         started = time.perf_counter()
@@ -89,7 +85,7 @@ def test_a_deadline_shorter_than_the_judge_gives_timeouts_not_a_failed_batch() -
     assert [r["status"] for r in body["results"]] == ["timeout"] * 4
     assert all(r["score"] is None for r in body["results"])
     assert body["stats"]["timeout"] == 4
-    assert wall < 1.8  # answered at the deadline, not when the judge would have answered
+    assert wall < 3.0  # answered at the deadline, not when the judge would have answered
 
 
 def test_a_batch_beyond_the_queue_is_429_with_retry_after() -> None:
@@ -295,9 +291,9 @@ def test_unreadable_judge_replies_are_counted() -> None:
 
 @pytest.mark.slow
 def test_the_admission_limit_sets_the_calls_in_flight() -> None:
-    # 200 samples of 2 dependent calls (plan, then judge) against a 1 s judge, 256 admitted:
-    # two waves of calls, about 2 s, where a pool of 24 calls would take some 17 s.
-    latency = 1.0
+    # 200 samples of 2 dependent calls (plan, then judge) against a 3 s judge, 256 admitted:
+    # two waves of calls, about 6 s, where a pool of 24 calls would take some 50 s.
+    latency = 3.0
     settings = ServeSettings(concurrency=256, max_queue=256, max_items=256)
     batch = {"items": [t2i_item(i) for i in range(200)]}
     with (
@@ -317,7 +313,9 @@ def test_the_admission_limit_sets_the_calls_in_flight() -> None:
         server.latency_s = latency
         wall = timed()
     assert server.max_concurrent >= 100  # far past 24
-    assert wall < 1.5 * 2 * latency + own_work, (wall, own_work)
+    # A pool of 24 calls would wait for ceil(400 / 24) = 17 latencies; two waves take two, and
+    # this machine's CPU time (own_work, noisy on shared cores) comes on top.
+    assert wall < 4 * latency + own_work, (wall, own_work)
 
 
 def test_a_call_pool_narrower_than_the_admission_limit_is_named(
