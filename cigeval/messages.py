@@ -108,6 +108,17 @@ class ModelRequest:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token, its log-probability and the most likely alternatives at its
+    place (``top``: (token, logprob) pairs), as OpenAI-compatible servers report them when
+    asked (``logprobs: true, top_logprobs: N``)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class ModelResponse:
     """A backend's answer: the reply text plus bookkeeping.
 
@@ -124,6 +135,9 @@ class ModelResponse:
     cached: bool = False
     finish_reason: str | None = None
     endpoint: str | None = None
+    #: The reply's tokens with their log-probabilities, when the backend was asked for them
+    #: (``OpenAIBackend.top_logprobs``); else None.
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
 
 #: The one vocabulary of finish reasons every backend reports (``ModelResponse.finish_reason``):

@@ -44,6 +44,7 @@ from cigeval.messages import (
     ModelRequest,
     ModelResponse,
     TextPart,
+    TokenLogprob,
     Usage,
     normalize_finish_reason,
 )
@@ -96,6 +97,11 @@ class OpenAIBackend(RetryingBackend):
     #: client that reads the body (Azure's picks the deployment's path from its model)
     #: gets it as a dict instead.
     encoded_body = True
+    #: When set, each request asks for the reply's token log-probabilities with this many
+    #: alternatives per token (``logprobs: true, top_logprobs: N``; OpenAI and vLLM answer
+    #: them), returned in ``ModelResponse.logprobs``. Used by ``cigeval serve --score-mode
+    #: expected`` (cigeval/serve/expected.py).
+    top_logprobs: int | None = None
 
     def __init__(
         self,
@@ -203,6 +209,9 @@ class OpenAIBackend(RetryingBackend):
             body["seed"] = settings.seed
         if settings.top_p is not None:
             body["top_p"] = settings.top_p
+        if self.top_logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = self.top_logprobs
         return body
 
     def request_body(self, request: ModelRequest) -> bytes:
@@ -243,7 +252,10 @@ class OpenAIBackend(RetryingBackend):
         completion = await _post_chat(self._client(index), prepared, self.policy.timeout_s)
         text, model, usage, finish_reason = _read_completion(completion, self.model)
         endpoint = self.public_endpoint(self.urls[index])
-        return ModelResponse(text, model, usage, finish_reason=finish_reason, endpoint=endpoint)
+        logprobs = _token_logprobs(completion) if self.top_logprobs else None
+        return ModelResponse(
+            text, model, usage, finish_reason=finish_reason, endpoint=endpoint, logprobs=logprobs
+        )
 
     def _classify(self, exc: BaseException) -> CallFailure | None:
         # Anything the reply's reading raises is an unreadable reply here (retried), where
@@ -468,6 +480,18 @@ def _read_completion(completion: object, default_model: str) -> tuple[str, str, 
             getattr(counts, "prompt_tokens", None), getattr(counts, "completion_tokens", None)
         )
     return text, completion.model or default_model, usage, reason
+
+
+def _token_logprobs(completion: object) -> tuple[TokenLogprob, ...] | None:
+    """The first choice's token log-probabilities, or None when the server sent none."""
+    choice = completion.choices[0]  # type: ignore[attr-defined]
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return tuple(
+        TokenLogprob(t.token, t.logprob, tuple((a.token, a.logprob) for a in t.top_logprobs or ()))
+        for t in content
+    )
 
 
 def read_completion(completion: object, default_model: str) -> tuple[str, str, Usage, str | None]:

@@ -40,6 +40,8 @@ COMMANDS: tuple[Command, ...] = (
         "compare",
         "which generator is better, and how sure: paired differences against a baseline",
     ),
+    Command("serve", "serve the judge as a reward service for RL training (docs/serve.md)"),
+    Command("serve-bench", "drive a running `cigeval serve`: latency percentiles, images/s"),
 )
 
 

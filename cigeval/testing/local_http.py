@@ -9,6 +9,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 
+class _Server(ThreadingHTTPServer):
+    # the default backlog (5) drops connections when a test opens dozens at once
+    request_queue_size = 256
+
+
 class LocalHTTPService:
     """A mix-in: ``start`` binds 127.0.0.1 and routes POST and GET to the subclass's ``_post``
     and ``_get``; ``stop`` (or leaving ``with``) closes the socket. The subclass holds
@@ -65,7 +70,7 @@ class LocalHTTPService:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._httpd = _Server(("127.0.0.1", port), Handler)
         self._httpd.daemon_threads = True
         threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True

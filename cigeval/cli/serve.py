@@ -1,0 +1,104 @@
+"""The ``cigeval serve`` command: the judge as a reward service (docs/serve.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from cigeval.cli._common import UsageError
+from cigeval.cli._flags import add_config_flags, build_config
+from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
+from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+from cigeval.errors import CigevalError
+from cigeval.serve.settings import ServeSettings
+
+#: Where the API key is read from when ``--api-key`` is not given (keeps it out of ``ps``).
+API_KEY_ENV = "CIGEVAL_SERVE_API_KEY"
+#: Items judged at once unless ``--concurrency`` says otherwise: a trainer's batch of 64.
+DEFAULT_CONCURRENCY = 64
+
+
+def configure_serve_parser(p: argparse.ArgumentParser) -> None:
+    """The arguments of ``serve``: the judge (as in ``evaluate``), then the service's own."""
+    p.usage = "cigeval serve --model MODEL [--host H --port P --api-key KEY] [options]"
+    p.description = (
+        "Serve the judge over HTTP for RL training: POST /v1/score (own API), UniRL's "
+        "/score and /rewards, Flow-GRPO's pickle body (--accept-pickle). Binds 127.0.0.1 "
+        f"unless --host says otherwise, which needs --api-key (or ${API_KEY_ENV})."
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        help="judge model spec as in `cigeval evaluate` (docs/judges.md); repeat for an ensemble",
+    )
+    p.add_argument("--base-url", help="the judge's server URL, as '@URL' in --model")
+    add_tasks_file_flag(p)
+    add_config_flags(p.add_argument_group("judging"), EvalConfig)
+    add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
+    add_config_flags(p.add_argument_group("running"), RunConfig, skip=("image_dir", "batch_state"))
+    s = p.add_argument_group("service")
+    add_config_flags(s, ServeSettings)
+    s.add_argument(
+        "--replicas",
+        type=int,
+        default=0,
+        help="serve N replicas on Ray Serve (the ray-serve extra) instead of one process",
+    )
+    s.add_argument(
+        "--ray-address",
+        help="an existing Ray cluster to deploy on (with --replicas; default: a local Ray)",
+    )
+
+
+def build_settings(args: argparse.Namespace, run_config: RunConfig) -> ServeSettings:
+    """The service settings from the flags; the key from $CIGEVAL_SERVE_API_KEY if not given."""
+    base = {"concurrency": run_config.concurrency, "api_key": os.environ.get(API_KEY_ENV) or None}
+    settings: ServeSettings = build_config(args, ServeSettings, base=base)
+    try:
+        settings.check_bind()
+    except CigevalError as exc:
+        raise UsageError(str(exc)) from None
+    return settings
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """The ``serve`` command."""
+    try:
+        import uvicorn
+
+        from cigeval.serve.app import create_app
+    except ImportError as exc:
+        raise UsageError(
+            f"cigeval serve needs the serve extra: pip install 'cigeval[serve]' ({exc})"
+        ) from None
+    load_tasks_files(args)
+    config = build_config(args, EvalConfig)
+    run_config = build_config(
+        args, RunConfig, base={"concurrency": DEFAULT_CONCURRENCY, "image_dir": None}
+    )
+    ensemble = build_config(args, EnsembleConfig)
+    settings = build_settings(args, run_config)
+    if run_config.batch:
+        raise UsageError("--batch does not apply to a service (answers are needed at once)")
+    if args.replicas:
+        from cigeval.serve.ray_app import JudgeSpec, run_ray_serve
+
+        spec = JudgeSpec(args.model, config, run_config, ensemble, args.base_url)
+        return run_ray_serve(spec, settings, args.replicas, args.ray_address)
+    from cigeval.serve.judge import build_evaluator
+
+    # The app runs the preflight itself at startup (so a later outage is not remembered).
+    try:
+        evaluator = build_evaluator(
+            args.model, config, run_config, ensemble, args.base_url, score_mode=settings.score_mode
+        )
+    except CigevalError as exc:
+        raise UsageError(str(exc)) from None
+    app = create_app(evaluator, settings, preflight=run_config.preflight)
+    host, port = settings.host, settings.port
+    where = f"http://{host}:{port}"
+    print(f"cigeval serve: judging with {evaluator.judge_identity} on {where}", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+    return 0

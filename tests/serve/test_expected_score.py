@@ -1,0 +1,122 @@
+"""``--score-mode expected``: against a judge server that returns token log-probabilities,
+scores become probability-weighted means over 0-10, and the groups of 8 stop tying."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+import cigeval
+from cigeval.errors import ConfigError
+from cigeval.messages import TokenLogprob
+from cigeval.serve.app import create_app
+from cigeval.serve.expected import ExpectedScoreBackend, expected_value, rewrite_scores
+from cigeval.serve.judge import build_evaluator
+from cigeval.serve.settings import ServeSettings
+from cigeval.testing.openai_server import FakeOpenAIServer
+from tests.serve.support import t2i_item
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"\d+|\w+|\s+|[^\w\s]", text)
+
+
+@dataclass
+class LogprobServer(FakeOpenAIServer):
+    """The fake judge, also answering token log-probabilities when a request asks for them:
+    every reply says 7, and the weight of 6 and 8 at that token follows the prompt's
+    ``variant N``, as a judge that is unsure in different ways about different images."""
+
+    def _completion(
+        self, text: str, index: int, finish_reason: str | None = None
+    ) -> dict[str, Any]:
+        completion = super()._completion(text, index, finish_reason)
+        body = self.requests[index].body
+        if body.get("logprobs") and body.get("top_logprobs"):
+            variant = int(re.search(r"variant (\d+)", json.dumps(body)).group(1))  # type: ignore[union-attr]
+            content = []
+            for token in _tokens(text):
+                top = []
+                if token == "7":
+                    low, high = 0.02 + 0.05 * variant, 0.3 - 0.03 * variant
+                    top = [("7", 1 - low - high), ("6", low), ("8", high), ("x", 0.0001)]
+                    top = [(t, math.log(p)) for t, p in top]
+                entry = {"token": token, "logprob": top[0][1] if top else 0.0, "bytes": None}
+                entry["top_logprobs"] = [
+                    {"token": t, "logprob": lp, "bytes": None} for t, lp in top
+                ]
+                content.append(entry)
+            completion["choices"][0]["logprobs"] = {"content": content, "refusal": None}
+        return completion
+
+
+REPLY = json.dumps({"score": 7, "reasoning": "fine"})
+
+
+def _groups() -> list[dict[str, Any]]:
+    items = []
+    for group in ("a", "b"):
+        for n in range(8):
+            item = t2i_item(len(items), group=group)
+            item["prompt"] = f"a red square, variant {n}"
+            items.append(item)
+    return items
+
+
+def _serve(base_url: str, mode: str) -> dict[str, Any]:
+    evaluator = build_evaluator(
+        [f"openai:fake-model@{base_url}"],
+        cigeval.EvalConfig(tools=()),
+        cigeval.RunConfig(use_cache=False, max_retries=0),
+        cigeval.EnsembleConfig(),
+        score_mode=mode,
+    )
+    app = create_app(evaluator, ServeSettings(score_mode=mode))  # type: ignore[arg-type]
+    with TestClient(app) as client:
+        answer = client.post("/v1/score", json={"items": _groups()})
+    assert answer.status_code == 200
+    return dict(answer.json())
+
+
+def test_expected_scores_stop_the_groups_of_8_tying() -> None:
+    with LogprobServer([REPLY]) as server:
+        integer = _serve(server.base_url, "integer")
+        expected = _serve(server.base_url, "expected")
+        asked = [r.body.get("top_logprobs") for r in server.requests]
+    assert integer["stats"]["tied_group_share"] == 1.0  # the default: the paper's integers
+    assert {r["score"] for r in integer["results"]} == {0.7}
+    assert expected["stats"]["tied_group_share"] == 0.0
+    assert expected["stats"]["mean_group_spread"] > 0
+    assert expected["stats"]["ok"] == 16
+    first = expected["results"][0]["sub_scores"][0]["score"]
+    assert first == pytest.approx(7 * 0.68 + 6 * 0.02 + 8 * 0.3, abs=1e-3)  # variant 0
+    assert asked.count(None) == 16 and asked.count(20) == 16  # only expected mode asks
+
+
+def test_a_server_without_logprobs_is_an_item_error_not_an_integer() -> None:
+    with FakeOpenAIServer([REPLY]) as server:
+        answer = _serve(server.base_url, "expected")
+    assert answer["stats"]["error"] == 16
+    assert "returned no token log-probabilities" in answer["results"][0]["error"]
+
+
+def test_expected_value_and_rewrite() -> None:
+    assert expected_value([("7", math.log(0.5)), (" 8", math.log(0.5)), ("x", 0.0)]) == 7.5
+    assert expected_value([("eleven", 0.0), ("11", 0.0)]) is None
+    text = '{"score": 7, "reasoning": "7 apples"}'
+    pieces = _tokens(text)
+    tokens = [TokenLogprob(t, 0.0) for t in pieces]
+    at = pieces.index("7")  # the score's token, not the 7 of the reasoning
+    tokens[at] = TokenLogprob("7", math.log(0.75), (("9", math.log(0.25)),))
+    assert rewrite_scores(text, tokens) == '{"score": 7.5000, "reasoning": "7 apples"}'
+
+
+def test_expected_mode_needs_an_openai_judge() -> None:
+    with pytest.raises(ConfigError, match="needs an openai: judge"):
+        ExpectedScoreBackend(cigeval.ScriptedBackend(["x"]))
