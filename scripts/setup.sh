@@ -12,7 +12,7 @@ python -m pip install --quiet "torch==2.13.0"
 # The litellm extra is left out on purpose: LiteLLM pins openai<3 and huggingface-hub<2, which
 # would move the whole environment back (docs/judges/litellm.md). It gets an environment of its
 # own below, where scripts/test.sh runs the litellm: tests.
-python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train,ray,anthropic,datasets,wandb,mlflow]"
+python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train,ray,anthropic,datasets,wandb,mlflow,inspect]"
 # cigeval without torch, plus LiteLLM (about a minute): the litellm: judge's tests run there.
 if [ ! -x .venv-litellm/bin/python ]; then
   { python3 -m venv .venv-litellm && .venv-litellm/bin/python -m pip install --quiet -e ".[dev,litellm]"; } \
