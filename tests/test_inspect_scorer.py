@@ -260,3 +260,23 @@ def test_a_plain_inspect_dataset_is_judged_with_the_task_given(tmp_path: Path) -
     assert all("a black square on white" in request_text(r) for r in scripted.requests)
     (judged,) = sample.scores["cigeval"].metadata["cigeval"]  # type: ignore[index]
     assert judged["input_images"] == {"output": _sha(image.read_bytes())}
+
+
+def test_the_example_task_scores_every_shipped_sample(tmp_path: Path) -> None:
+    """examples/inspect_task.py as docs/inspect.md runs it, the judge a local server."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "inspect_task.py"
+    spec = importlib.util.spec_from_file_location("inspect_task_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shipped = [line for line in (path.parent / "samples.jsonl").read_text().splitlines() if line]
+    with FakeOpenAIServer(rule_judge(default_score=5)) as server:
+        task = module.cigeval_examples(judge=f"openai:judge@{server.base_url}")
+        (log,) = eval(task, model=_mock_model(), log_dir=str(tmp_path / "logs"), display="none")
+        plans = [r for r in server.requests if any("### Questions" in t for t in r.texts())]
+    assert log.status == "success", log.error
+    assert len(plans) == len(shipped)  # one planning call per sample: every one was judged
+    values = [s.scores["cigeval"].value for s in log.samples or []]  # type: ignore[index]
+    assert len(values) == len(shipped) and values == [pytest.approx(0.5)] * len(shipped)
