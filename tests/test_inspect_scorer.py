@@ -280,3 +280,49 @@ def test_the_example_task_scores_every_shipped_sample(tmp_path: Path) -> None:
     assert len(plans) == len(shipped)  # one planning call per sample: every one was judged
     values = [s.scores["cigeval"].value for s in log.samples or []]  # type: ignore[index]
     assert len(values) == len(shipped) and values == [pytest.approx(0.5)] * len(shipped)
+
+
+@solver
+def _record(references: dict[str, str]) -> Any:
+    """Records ``references[sample id]`` (if any) as the output, making no image."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if str(state.sample_id) in references:
+            state.store.set(OUTPUT_KEY, references[str(state.sample_id)])
+        return state
+
+    return solve
+
+
+def test_samples_without_a_usable_output_or_task_are_unscored_naming_why(
+    study: dict[str, Any],
+) -> None:
+    from inspect_ai.dataset import Sample as InspectSample
+
+    t2i = next(s for s in study["samples"] if s["id"] == "t2i")
+    (conditions_only,) = inspect_samples([t2i], base_dir=study["folder"], outputs=False)
+    on_the_web = inspect_samples([{**t2i, "id": "web"}], base_dir=study["folder"])[0]
+    plain = InspectSample(input="a red square", id="plain")
+    task = Task(
+        dataset=[conditions_only, on_the_web, plain],
+        solver=_record(
+            {"web": "https://example.com/out.png", "plain": _data_uri(study["generated"]["t2i"])}
+        ),
+        scorer=inspect_scorer(
+            ScriptedBackend(rule_judge()), tools="", run_config=RunConfig(use_cache=False)
+        ),
+    )
+    (log,) = eval(task, model=_mock_model(), log_dir=str(study["folder"] / "logs"), display="none")
+    assert log.status == "success", log.error
+    scores = {str(s.id): s.scores["cigeval"] for s in log.samples or []}  # type: ignore[index]
+    assert all(math.isnan(s.value) for s in scores.values())
+    assert scores["t2i"].explanation.startswith("sample 't2i': no output image to judge")
+    assert scores["t2i"].reason == "no_response"
+    assert scores["web"].explanation.startswith("sample 'web': ")
+    assert "is a URL" in scores["web"].explanation and "local images only" in (
+        scores["web"].explanation
+    )
+    assert scores["plain"].explanation == (
+        "sample 'plain': no cigeval sample in the metadata (made by inspect_samples) and the "
+        "scorer was given no task="
+    )

@@ -35,7 +35,7 @@ def cigeval_judge(
             if not outputs:
                 return Score.unscored(
                     reason="no_response",
-                    explanation=f"sample {state.sample_id!r}: no output image to judge (none "
+                    explanation=f"sample {str(state.sample_id)!r}: no output image to judge (none "
                     f"in the model's messages, none recorded as {output_key!r} in the store "
                     "or the metadata)",
                 )
@@ -44,7 +44,7 @@ def cigeval_judge(
                 for index, output in enumerate(outputs, start=1)
             ]
         except InputError as exc:
-            return Score.unscored(reason="scoring_failed", explanation=str(exc))
+            return Score.unscored(reason="scoring_failed", explanation=_named(state, exc))
         judged: list[CigevalScore] = []
         for sample in samples:
             try:
@@ -56,6 +56,13 @@ def cigeval_judge(
         return _inspect_score(judged)
 
     return score
+
+
+def _named(state: TaskState, error: Exception) -> str:
+    """``error``'s message, beginning with the sample it is about."""
+    message = str(error)
+    prefix = f"sample {str(state.sample_id)!r}: "
+    return message if message.startswith(prefix) else prefix + message
 
 
 def _outputs(state: TaskState, key: str) -> list[str | bytes]:
@@ -94,8 +101,8 @@ def _cigeval_sample(
     if record is None:
         if task is None:
             raise InputError(
-                f"sample {state.sample_id!r} has no cigeval sample in its metadata (made by "
-                "inspect_samples) and the scorer was given no task=",
+                "no cigeval sample in the metadata (made by inspect_samples) and the scorer "
+                "was given no task="
             )
         record = {"task": task, **_text_condition(task, state)}
     record["id"] = str(state.sample_id) if count == 1 else f"{state.sample_id}#output{index}"
