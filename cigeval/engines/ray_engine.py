@@ -227,11 +227,14 @@ async def _checked(evaluator: Any) -> list[str]:
         await evaluator.aclose()
 
 
-def _preflight_task(spec: WorkerSpec) -> list[str]:
-    """Run on one Ray worker: build the Evaluator and check its judges and tools."""
+def _preflight_task(spec: WorkerSpec, from_cli: bool = False) -> list[str]:
+    """Run on one Ray worker: build the Evaluator and check its judges and tools (advice in
+    the words of the driver's caller: flags under ``cigeval evaluate``)."""
+    from cigeval._caller import command_line
     from cigeval.evaluation._sync import run_sync
 
-    result: list[str] = run_sync(_checked(spec.build()))
+    with command_line() if from_cli else contextlib.nullcontext():
+        result: list[str] = run_sync(_checked(spec.build()))
     return result
 
 
@@ -318,6 +321,8 @@ def preflight_on_ray(spec: WorkerSpec, engine: EngineConfig | None = None) -> li
 
     Raises :class:`PreflightError` naming the fix, as the local preflight does.
     """
+    from cigeval._caller import from_command_line
+
     ray = import_ray()
     engine = engine or EngineConfig()
     task = ray.remote(_preflight_task).options(
@@ -327,7 +332,7 @@ def preflight_on_ray(spec: WorkerSpec, engine: EngineConfig | None = None) -> li
         max_retries=0,
     )
     try:
-        checks: list[str] = ray.get(task.remote(spec))
+        checks: list[str] = ray.get(task.remote(spec, from_command_line()))
         return checks
     except ray.exceptions.RayTaskError as exc:
         cause = exc.cause

@@ -175,6 +175,7 @@ def test_a_failed_preflight_on_the_workers_stops_the_run_with_status_2(env: Path
     assert status == 2
     err = capsys.readouterr().err
     assert "preflight failed" in err and "another-model" in err
+    assert "in --model" in err  # the command line's words, though a Ray worker found it
     assert not list(read_records(env / "out.jsonl"))
 
 
