@@ -326,3 +326,46 @@ def test_samples_without_a_usable_output_or_task_are_unscored_naming_why(
         "sample 'plain': no cigeval sample in the metadata (made by inspect_samples) and the "
         "scorer was given no task="
     )
+
+
+def test_imagenhub_samples_are_scored_on_their_generators_images(tmp_path: Path) -> None:
+    """ImagenHub's benchmark samples (one per task, their images drawn in a small stand-in
+    Museum folder) become inspect samples whose own outputs are judged, conditions shown."""
+    from PIL import Image
+
+    from cigeval.meta.imagenhub_samples import imagenhub_conditions, sample_for
+
+    museum = tmp_path / "Museum"
+    first: dict[str, str] = {}
+    for task, uid in imagenhub_conditions():
+        first.setdefault(task, uid)
+    records = [sample_for(task, "SomeModel", uid, museum) for task, uid in first.items()]
+    assert len(records) == 7
+    paths: set[str] = set()
+    for record in records:
+        for value in record["images"].values():
+            paths.update(value if isinstance(value, list) else [value])
+    for number, path in enumerate(sorted(paths)):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (48, 40), (number * 30 % 256, 90, 160)).save(path, format="JPEG")
+    dataset = inspect_samples(records)
+    for sample, record in zip(dataset, records, strict=True):
+        assert sample.metadata[OUTPUT_KEY] == record["images"]["output"]
+        shown = [c.image for c in sample.input[0].content if isinstance(c, ContentImage)]
+        assert shown == [v for r, v in record["images"].items() if r != "output"]
+    scripted = ScriptedBackend(rule_judge(default_score=4))
+    task = Task(
+        dataset=dataset,
+        solver=[],
+        scorer=inspect_scorer(
+            scripted, tools="", image_encoding="original", run_config=RunConfig(use_cache=False)
+        ),
+    )
+    (log,) = eval(task, model=_mock_model(), log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    for sample in log.samples or []:
+        (judged,) = sample.scores["cigeval"].metadata["cigeval"]  # type: ignore[index]
+        record = next(r for r in records if r["id"] == sample.id)
+        assert judged["value"] == pytest.approx(0.4)
+        output = Path(record["images"]["output"]).read_bytes()
+        assert judged["input_images"]["output"] == _sha(output)
