@@ -38,7 +38,12 @@ def _kind(body: dict[str, object]) -> str:
 def run(count: int, batch_samples: int, poll_s: float, folder: Path) -> None:
     """Evaluate ``count`` samples under batch and print the batches of each stage."""
     judge = rule_judge(
-        tools={"edit": "Difference", "subject": "Scene Graph"}, request_tool="Difference"
+        tools={
+            "edit_success": "Difference",
+            "over_editing": "Difference",
+            "subject_similarity": "Scene Graph",
+        },
+        request_tool="Difference",
     )
     items = samples(folder / f"s{count}", count)
     with FakeBatchServer(judge) as server:

@@ -69,7 +69,7 @@ def measure(tools: dict[str, str] | None, label: str) -> bool:
 def main() -> None:
     ok = measure(None, "planner picks no tool (paper: 1 plan + judge calls):")
     ok &= measure(
-        {"follow the text prompt": "Scene_Graph", "minimal": "Difference"},
+        {"prompt_following": "Scene_Graph", "over_editing": "Difference"},
         "planner picks tools (Scene_Graph asks the model once more per use; others need none):",
     )
     print("\nall tasks match the paper's decomposition, no duplicate call:", "yes" if ok else "NO")

@@ -213,6 +213,14 @@ class EvalConfig(BaseModel):
         json_schema_extra=_flag("--rubric-option", metavar="KEY=VALUE"),
     )
 
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tool_names(cls, value: Any) -> Any:
+        """A comma-separated string, as ``--tools`` takes it, is the list of its names."""
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
     @field_validator("max_tokens_cap")
     @classmethod
     def _cap_covers_the_budget(cls, cap: int | None, info: ValidationInfo) -> int | None:

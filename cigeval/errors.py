@@ -21,7 +21,8 @@ class InputError(CigevalError):
     def __init__(self, message: str, sample_id: str | None = None) -> None:
         self.sample_id = sample_id
         prefix = f"sample {sample_id!r}: " if sample_id is not None else ""
-        super().__init__(prefix + message)
+        # a message passed on from an error that already named the sample keeps one prefix
+        super().__init__(message if message.startswith(prefix) else prefix + message)
 
 
 class BackendError(CigevalError):

@@ -7,12 +7,20 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 . .venv/bin/activate
-python -m pip install --quiet --upgrade pip
-python -m pip install --quiet "torch==2.13.0"
-# The litellm extra is left out on purpose: LiteLLM pins openai<3 and huggingface-hub<2, which
-# would move the whole environment back (docs/judges/litellm.md). It gets an environment of its
-# own below, where scripts/test.sh runs the litellm: tests.
-python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train,ray,ray-serve,anthropic,datasets,wandb,mlflow]"
+# A second run with the same pyproject.toml and setup.sh skips the pip steps below (they would
+# only confirm what is installed, seconds on every scripts/main.sh); the stamp lives in .venv,
+# so a new environment always installs.
+STAMP=.venv/.cigeval-setup
+WANT="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
+  python -m pip install --quiet --upgrade pip
+  python -m pip install --quiet "torch==2.13.0"
+  # The litellm extra is left out on purpose: LiteLLM pins openai<3 and huggingface-hub<2, which
+  # would move the whole environment back (docs/judges/litellm.md). It gets an environment of
+  # its own below, where scripts/test.sh runs the litellm: tests.
+  python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train,ray,ray-serve,anthropic,datasets,wandb,mlflow,inspect]"
+  echo "$WANT" > "$STAMP"
+fi
 # cigeval without torch, plus LiteLLM (about a minute): the litellm: judge's tests run there.
 if [ ! -x .venv-litellm/bin/python ]; then
   { python3 -m venv .venv-litellm && .venv-litellm/bin/python -m pip install --quiet -e ".[dev,litellm]"; } \

@@ -7,9 +7,11 @@ bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 ruff check .
 mypy cigeval
-python -m pytest -q "$@"
 # The litellm: judge in the environment that has LiteLLM (its pins clash with the main one).
+# It runs first, its third-party warnings not shown, so the main suite's summary line is the
+# last thing printed.
 if [ -x .venv-litellm/bin/python ]; then
-  .venv-litellm/bin/python -m pytest -q -p no:cacheprovider tests/backends/test_litellm_backend.py \
-    tests/test_judges_by_name.py -k litellm
+  .venv-litellm/bin/python -m pytest -q -p no:cacheprovider -p no:warnings \
+    tests/backends/test_litellm_backend.py tests/test_judges_by_name.py -k litellm
 fi
+python -m pytest -q "$@"

@@ -26,7 +26,12 @@ def judge() -> Any:
     """The rule judge of these tests: plans Difference and Scene Graph for some sub-questions,
     asks for Difference in a second round, and sends one unparseable reply (a re-ask)."""
     rules = rule_judge(
-        tools={"edit": "Difference", "subject": "Scene Graph"}, request_tool="Difference"
+        tools={
+            "edit_success": "Difference",
+            "over_editing": "Difference",
+            "subject_similarity": "Scene Graph",
+        },
+        request_tool="Difference",
     )
     spoilt: set[str] = set()
 

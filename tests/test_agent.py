@@ -105,7 +105,7 @@ def test_highlight_hint_only_when_something_was_highlighted(seven):
         register_tool(Marker(highlighted), replace=True)
         try:
             ev, backend = make_evaluator(
-                rule_judge(tools={"follow the text prompt": "Marker"}),
+                rule_judge(tools={"prompt_following": "Marker"}),
                 tools=("Marker",),
                 tool_text="detailed",
             )

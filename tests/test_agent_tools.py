@@ -29,9 +29,9 @@ def test_every_builtin_tool_through_the_agent(tmp_path: Path, tiny_checkpoint: s
     sample = sample_from_dict(records["multi_concept_ic"], base_dir=tmp_path)
     script = rule_judge(
         tools={
-            "first concept": "Grounding",
-            "second concept": "Scene Graph",
-            "text prompt": "Difference",
+            "concept_1_similarity": "Grounding",
+            "concept_2_similarity": "Scene Graph",
+            "prompt_following": "Difference",
         }
     )
     backend = ScriptedBackend(script)

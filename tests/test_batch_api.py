@@ -151,7 +151,7 @@ def test_a_tool_still_running_in_a_thread_holds_the_stage_back(
 
     monkeypatch.setattr(difference, "compare_images", slow_compare)
     samples = list(iter_samples_file(study(env)))
-    with FakeBatchServer(rule_judge(tools={"": "Difference"})) as server:
+    with FakeBatchServer(rule_judge(tools={"*": "Difference"})) as server:
         scores = _evaluator(server, env).evaluate_many(samples)
     assert all(s.ok for s in scores)
     kinds = [Counter(_kind(line["body"]) for line in b.lines) for b in server.batches]

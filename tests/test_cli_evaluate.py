@@ -33,7 +33,7 @@ def test_seven_tasks_through_the_cli(env: Path, capsys):
     samples = write_jsonl(env / "samples.jsonl", seven_task_samples(env))
     out = env / "results.jsonl"
     scores = {"edit_success": 3, "over_editing": 9, "prompt_following": 8}
-    with FakeOpenAIServer(rule_judge(scores, tools={"minimal": "Difference"})) as server:
+    with FakeOpenAIServer(rule_judge(scores, tools={"over_editing": "Difference"})) as server:
         status = run(server, samples, out, "--concurrency", "4")
         requests = list(server.requests)
     assert status == 0

@@ -205,7 +205,7 @@ def test_the_agents_plan_scene_graph_and_judge_read_only_whole_replies(tmp_path:
     records = {r["task"]: r for r in seven_task_samples(tmp_path)}
     sample = sample_from_dict(records["multi_concept_ic"], base_dir=tmp_path)
     # the paper planner asks about both concepts as one question; both take its choice
-    judge = rule_judge(tools={"two concepts": "Scene Graph"}, default_score=10)
+    judge = rule_judge(tools={"concept_1_similarity": "Scene Graph"}, default_score=10)
     whole, cut = _cut_and_whole("cigeval", judge, sample, tools=("Scene Graph",))
     assert cut.value == whole.value == 1.0
     assert not any(s.degraded for s in cut.sub_scores)

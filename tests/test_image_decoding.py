@@ -246,7 +246,7 @@ def test_a_sample_waiting_for_its_judge_holds_no_file_bytes_under_jpeg75(
     samples = write_jsonl(tmp_path / "samples.jsonl", seven_task_samples(tmp_path))
     held_when_asked: dict[str, list[int]] = {}
     for encoding in ("jpeg75", "original"):
-        judge = rule_judge(tools={"": "Difference"})
+        judge = rule_judge(tools={"*": "Difference"})
         counts = held_when_asked.setdefault(encoding, [])
 
         def reply(request: Any, judge: Any = judge, counts: list[int] = counts) -> str:
@@ -274,7 +274,7 @@ def test_a_file_changed_while_its_sample_is_judged_is_never_shown_as_the_checked
     # without it, the trace says why); the judge is shown the JPEG of the checked file.
     def judged(folder: Path, rewrite: bool) -> dict[str, dict[str, Any]]:
         samples = write_jsonl(folder / "samples.jsonl", seven_task_samples(folder))
-        judge = rule_judge(tools={"": "Difference"})
+        judge = rule_judge(tools={"*": "Difference"})
         rewritten: list[str] = []
 
         def reply(request: Any) -> str:

@@ -23,7 +23,7 @@ def test_records_locate_every_image_the_judge_saw(tmp_path: Path, method: str) -
     samples[0]["images"]["output"] = rgba.name  # converted to RGB: not sent as the file is
     path = write_jsonl(tmp_path / "samples.jsonl", samples)
     out = tmp_path / "results.jsonl"
-    judge = rule_judge(tools={"editing instruction": "Difference", "minimal": "Difference"})
+    judge = rule_judge(tools={"edit_success": "Difference", "over_editing": "Difference"})
     with FakeOpenAIServer(judge) as server:
         assert evaluate_cli(server, path, out, "--method", method) == 0
     store = tmp_path / "results.images"

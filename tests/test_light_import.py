@@ -22,6 +22,7 @@ HEAVY = (
     "datasets",
     "ray",
     "pyarrow",
+    "inspect_ai",
 )
 
 
@@ -36,6 +37,10 @@ def _loaded_after(code: str) -> list[str]:
 def test_every_public_name_resolves_without_a_heavy_import() -> None:
     code = "import cigeval\nfor name in cigeval.__all__: getattr(cigeval, name)"
     assert _loaded_after(code) == []
+
+
+def test_the_integrations_import_their_framework_only_when_used() -> None:
+    assert _loaded_after("import cigeval.integrations.inspect_ai") == []
 
 
 def test_the_tasks_and_rubrics_commands_load_no_heavy_library() -> None:

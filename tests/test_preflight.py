@@ -204,7 +204,7 @@ def test_grounding_weights_that_load_pass_and_are_loaded_once(
     )
     grounding_module.clear_detector_cache()
     try:
-        judge = rule_judge(tools={"follow the text prompt": "Grounding"})
+        judge = rule_judge(tools={"prompt_following": "Grounding"})
         with FakeOpenAIServer(judge) as server:
             status = evaluate_cli(
                 server,
@@ -240,7 +240,7 @@ def test_a_grounding_failure_without_preflight_costs_one_attempt_per_run(
     )
     grounding_module.clear_detector_cache()
     try:
-        judge = rule_judge(tools={"follow the text prompt": "Grounding"})
+        judge = rule_judge(tools={"prompt_following": "Grounding"})
         with FakeOpenAIServer(judge) as server:
             status = evaluate_cli(
                 server, many, tmp_path / "r.jsonl", "--grounding-checkpoint", "./missing"

@@ -69,8 +69,44 @@ def test_the_readme_python_example_runs(tmp_path: Path, monkeypatch: pytest.Monk
         asked = len(server.requests)
     score = names["score"]
     assert score.status == "ok" and score.value == pytest.approx(0.6)
+    offline = names["offline"]
+    assert offline.status == "ok" and offline.config["tools"] == ["Difference", "Scene Graph"]
     assert [s.status for s in names["scores"]] == ["ok"] * 3
     assert names["result"].summary.statuses["ok"] == 3
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 3
     assert isinstance(cigeval.to_frame(names["scores"]), pd.DataFrame)
     assert asked > 0
+
+
+def test_the_readme_offline_line_judges_without_grounding_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example's offline call, run as written with no stand-in detector: Grounding is not
+    offered, so its missing weights stop nothing (the default tools would fail the preflight
+    naming this very keyword)."""
+    (line,) = [
+        block
+        for block in python_example().split("\n\n")
+        if 'tools="Difference,Scene Graph"' in block
+    ]
+    Image.new("RGB", (96, 80), (40, 60, 200)).save(tmp_path / "src.png")
+    Image.new("RGB", (96, 80), (200, 40, 40)).save(tmp_path / "edited.png")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    sample = {
+        "id": "car-1",
+        "task": "text_guided_ie",
+        "instruction": "make the car red",
+        "images": {"source": "src.png", "output": "edited.png"},
+    }
+    with FakeOpenAIServer(rule_judge(default_score=6)) as server:
+        code = line.replace(
+            '"openai:gpt-4o-2024-05-13"', f'"openai:gpt-4o-2024-05-13@{server.base_url}"'
+        )
+        names: dict[str, Any] = {"sample": sample, "cigeval": cigeval}
+        exec(compile(code, "README.md", "exec"), names)
+    offline = names["offline"]
+    assert offline.status == "ok", offline.error
+    assert offline.value == pytest.approx(0.6)
+    assert offline.config["tools"] == ["Difference", "Scene Graph"]

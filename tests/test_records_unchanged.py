@@ -88,7 +88,7 @@ def test_records_and_requests_are_the_same_before_and_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoding: str
 ) -> None:
     samples = sample_set(tmp_path / "set")
-    reply = rule_judge(tools={"": "Difference"})  # every plan asks for a tool
+    reply = rule_judge(tools={"*": "Difference"})  # every plan asks for a tool
     with FakeOpenAIServer(reply) as server, monkeypatch.context() as before:
         # cigeval 0.2's paths: the SDK encodes a dict, every image decoded when loaded
         before.setattr(OpenAIBackend, "encoded_body", False)

@@ -15,7 +15,9 @@ def _evaluated(tmp_path: Path) -> Score:
     for name, colour in (("src.png", "blue"), ("out.png", "red")):
         Image.new("RGB", (32, 32), colour).save(tmp_path / name)
     judge = cigeval.ScriptedBackend(
-        rule_judge(scores={"edit_success": 8, "over_editing": 6}, tools={"minimal": "Difference"})
+        rule_judge(
+            scores={"edit_success": 8, "over_editing": 6}, tools={"over_editing": "Difference"}
+        )
     )
     # tool_use="any": Difference runs in text-guided editing too (the paper: mask-guided only)
     evaluator = cigeval.Evaluator(

@@ -25,6 +25,7 @@ import openai
 import orjson
 from openai.types.chat import ChatCompletion
 
+from cigeval._caller import in_callers_words
 from cigeval.backends._retrying import (
     PREFLIGHT_TIMEOUT_S,
     CallFailure,
@@ -125,7 +126,8 @@ class OpenAIBackend(RetryingBackend):
             if official:
                 raise ConfigError(
                     f"no API key for OpenAI model {model!r}: set the OPENAI_API_KEY environment "
-                    "variable, or point at an OpenAI-compatible server with --base-url / "
+                    "variable, or point at an OpenAI-compatible server with "
+                    f"{in_callers_words('--base-url', 'base_url=')} / "
                     "'openai:<model>@http://host:8000/v1'"
                 )
             key = PLACEHOLDER_KEY
@@ -289,7 +291,7 @@ class OpenAIBackend(RetryingBackend):
                         raise PreflightError(
                             f"the server at {where} does not serve the model {self.model!r}; "
                             f"it serves: {', '.join(_listed(names)[:20])}. Name one of them "
-                            f"after '{self.provider}:' in --model"
+                            f"after '{self.provider}:' in {in_callers_words('--model', 'model=')}"
                         )
                     return
             elif listed.status_code in (401, 403):
@@ -303,12 +305,12 @@ class OpenAIBackend(RetryingBackend):
         except httpx.TimeoutException:
             raise PreflightError(
                 f"the judge server at {where} did not answer within {client.timeout.read:g} s. "
-                f"{_SERVER_FIX}"
+                f"{_server_fix()}"
             ) from None
         except httpx.HTTPError as exc:
             detail = self.redact(f"{type(exc).__name__}: {exc}")[:200]
             raise PreflightError(
-                f"the judge server at {where} cannot be reached ({detail}). {_SERVER_FIX}"
+                f"the judge server at {where} cannot be reached ({detail}). {_server_fix()}"
             ) from None
         status = chat.status_code
         if status in (401, 403):
@@ -323,7 +325,7 @@ class OpenAIBackend(RetryingBackend):
             raise PreflightError(
                 f"the judge server at {where} answered HTTP {status} to a one-token chat "
                 f"request ({self.redact(_response_detail(chat))}); wait until it is ready, "
-                "or pass --no-preflight to start anyway"
+                f"or pass {in_callers_words('--no-preflight', 'preflight=False')} to start anyway"
             )
         # 200, or a 4xx that proves the server is there (429, a refused one-token request).
 
@@ -422,10 +424,14 @@ def to_openai_message(
     return {"role": message.role, "content": content}
 
 
-_SERVER_FIX = (
-    "Start the server, or point at the right one with --base-url URL or "
-    "'openai:<model>@URL' (--no-preflight skips this check)"
-)
+def _server_fix() -> str:
+    """What to do about a judge server that is not there, in the caller's words."""
+    return in_callers_words(
+        "Start the server, or point at the right one with --base-url URL or "
+        "'openai:<model>@URL' (--no-preflight skips this check)",
+        "Start the server, or point at the right one with base_url=URL or "
+        "model='openai:<model>@URL' (preflight=False skips this check)",
+    )
 
 
 def _served_models(response: httpx.Response) -> set[str] | None:

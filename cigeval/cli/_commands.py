@@ -59,9 +59,12 @@ class Command:
 class LazyParser(argparse.ArgumentParser):
     """A sub-command's parser that adds its arguments the first time it is used (parsing,
     help or usage), so listing the sub-commands imports none of them. Every level takes
-    ``--plugin`` (:mod:`cigeval.cli._plugins`)."""
+    ``--plugin`` (:mod:`cigeval.cli._plugins`) and, as every cigeval parser, no abbreviated
+    flag (``--task`` is not read as ``--tasks-file``); the sub-parsers a sub-command adds
+    (``meta imagenhub``) are LazyParsers too."""
 
     def __init__(self, *args: Any, command: Command | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self._pending = command
         add_plugin_flag(self)

@@ -13,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from cigeval._caller import command_line
 from cigeval._version import __version__
 from cigeval.cli._commands import Command, add_commands
 from cigeval.cli._common import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Run `cigeval COMMAND --help` for a command's options.",
         epilog="Results and tables go to stdout; progress, what was written and every "
         "warning or error go to stderr (docs/cli.md).",
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"cigeval {__version__}")
     add_plugin_flag(parser)
@@ -66,8 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = next(c for c in COMMANDS if c.name == args.command)
     try:
-        load_plugins(plugins_given(args))
-        return command.runner()(args)
+        with command_line():  # errors give their advice as flags, not Python keywords
+            load_plugins(plugins_given(args))
+            return command.runner()(args)
     except UsageError as exc:
         print(f"cigeval {command.name}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

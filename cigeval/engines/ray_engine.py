@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cigeval._caller import command_line
 from cigeval.config import EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.engines._rows import decode_record, decode_row, encode_score
 from cigeval.engines.settings import EngineConfig
@@ -216,9 +217,12 @@ async def _checked(evaluator: Evaluator) -> list[str]:
         await evaluator.aclose()
 
 
-def _preflight_task(spec: WorkerSpec) -> list[str]:
-    """Run on one Ray worker: build the Evaluator and check its judges and tools."""
-    return run_sync(_checked(spec.build()))
+def _preflight_task(spec: WorkerSpec, from_cli: bool = False) -> list[str]:
+    """Run on one Ray worker: build the Evaluator and check its judges and tools (advice in
+    the words of the driver's caller: flags under ``cigeval evaluate``)."""
+    with command_line() if from_cli else contextlib.nullcontext():
+        result: list[str] = run_sync(_checked(spec.build()))
+    return result
 
 
 def _register_tasks(tasks: list[Any]) -> None:
@@ -300,6 +304,8 @@ def preflight_on_ray(spec: WorkerSpec, engine: EngineConfig | None = None) -> li
 
     Raises :class:`PreflightError` naming the fix, as the local preflight does.
     """
+    from cigeval._caller import from_command_line
+
     ray = import_ray()
     engine = engine or EngineConfig()
     task = ray.remote(_preflight_task).options(
@@ -309,7 +315,7 @@ def preflight_on_ray(spec: WorkerSpec, engine: EngineConfig | None = None) -> li
         max_retries=0,
     )
     try:
-        checks: list[str] = ray.get(task.remote(spec))
+        checks: list[str] = ray.get(task.remote(spec, from_command_line()))
         return checks
     except ray.exceptions.RayTaskError as exc:
         cause = exc.cause

@@ -1,30 +1,112 @@
-"""One-call entry points: ``cigeval.evaluate(sample, model=...)`` and friends."""
+"""One-call entry points: ``cigeval.evaluate(sample, model=...)`` and friends.
+
+Each takes the judge's settings as keywords (``rubric=``, ``tools=``, ``method=``, ...): the
+fields of :class:`cigeval.EvalConfig`, listed in each function's help. A keyword left at
+None keeps the value of ``config`` (or, without one, the default that ``method`` gives).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import inspect
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from cigeval.config import RunConfig
+from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.errors import ConfigError
 from cigeval.evaluation.evaluator import Evaluator, SampleInput
+from cigeval.method import Method
+from cigeval.rules import Aggregate
 from cigeval.sample import iter_samples_file
 from cigeval.score import Score
+from cigeval.tools.settings import DifferenceConfig, GroundingConfig
 
 
-def evaluate(sample: SampleInput, model: Any, **kwargs: Any) -> Score:
+def evaluate(
+    sample: SampleInput,
+    model: Any,
+    *,
+    config: EvalConfig | None = None,
+    run_config: RunConfig | None = None,
+    base_url: str | None = None,
+    ensemble: EnsembleConfig | None = None,
+    preflight: bool | None = None,
+    method: Method | None = None,
+    rubric: str | None = None,
+    tools: str | Sequence[str] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    max_tokens_cap: int | None = None,
+    max_reply_chars: int | None = None,
+    seed: int | None = None,
+    top_p: float | None = None,
+    aggregate: Aggregate | None = None,
+    max_rounds: int | None = None,
+    max_parse_retries: int | None = None,
+    tool_errors: Literal["fallback", "fail"] | None = None,
+    tool_use: Literal["official", "any"] | None = None,
+    tool_text: Literal["focus", "detailed"] | None = None,
+    planner_prompt: Literal["paper", "extended"] | None = None,
+    scoring_rules: Literal["paper", "extended"] | None = None,
+    scene_graph_prompt: Literal["paper", "extended"] | None = None,
+    scene_graph_model: str | None = None,
+    highlight_large_boxes: Literal["dim", "undimmed"] | None = None,
+    grounding: GroundingConfig | dict[str, Any] | None = None,
+    difference: DifferenceConfig | dict[str, Any] | None = None,
+    image_encoding: Literal["jpeg75", "original"] | None = None,
+    image_format: Literal["PNG", "JPEG"] | None = None,
+    prompt_dir: str | None = None,
+    rubric_options: dict[str, Any] | None = None,
+) -> Score:
     """Judge one sample: ``cigeval.evaluate(sample, model="openai:gpt-4o-2024-05-13")``.
 
-    Keyword arguments go to :class:`Evaluator` (config, run_config, base_url, ensemble, or
-    any :class:`cigeval.EvalConfig` field such as ``rubric="viescore"``).
+    ``sample`` is a :class:`cigeval.Sample`, a line of a samples file or a dict;
+    ``model`` a judge spec string, a LangChain chat model, a :class:`cigeval.Backend`, or a
+    list of these (an ensemble, see ``ensemble``). Returns the :class:`cigeval.Score`; a
+    sample that cannot be judged is a Score with ``status="error"`` naming the problem.
     """
-    return Evaluator(model, **kwargs).evaluate(sample)
+    return Evaluator(model, **_given(locals(), skip=("sample", "model"))).evaluate(sample)
 
 
-async def evaluate_async(sample: SampleInput, model: Any, **kwargs: Any) -> Score:
-    """Async :func:`evaluate`."""
-    return await Evaluator(model, **kwargs).evaluate_async(sample)
+async def evaluate_async(
+    sample: SampleInput,
+    model: Any,
+    *,
+    config: EvalConfig | None = None,
+    run_config: RunConfig | None = None,
+    base_url: str | None = None,
+    ensemble: EnsembleConfig | None = None,
+    preflight: bool | None = None,
+    method: Method | None = None,
+    rubric: str | None = None,
+    tools: str | Sequence[str] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    max_tokens_cap: int | None = None,
+    max_reply_chars: int | None = None,
+    seed: int | None = None,
+    top_p: float | None = None,
+    aggregate: Aggregate | None = None,
+    max_rounds: int | None = None,
+    max_parse_retries: int | None = None,
+    tool_errors: Literal["fallback", "fail"] | None = None,
+    tool_use: Literal["official", "any"] | None = None,
+    tool_text: Literal["focus", "detailed"] | None = None,
+    planner_prompt: Literal["paper", "extended"] | None = None,
+    scoring_rules: Literal["paper", "extended"] | None = None,
+    scene_graph_prompt: Literal["paper", "extended"] | None = None,
+    scene_graph_model: str | None = None,
+    highlight_large_boxes: Literal["dim", "undimmed"] | None = None,
+    grounding: GroundingConfig | dict[str, Any] | None = None,
+    difference: DifferenceConfig | dict[str, Any] | None = None,
+    image_encoding: Literal["jpeg75", "original"] | None = None,
+    image_format: Literal["PNG", "JPEG"] | None = None,
+    prompt_dir: str | None = None,
+    rubric_options: dict[str, Any] | None = None,
+) -> Score:
+    """Async :func:`evaluate`: ``score = await cigeval.evaluate_async(sample, model=...)``."""
+    evaluator = Evaluator(model, **_given(locals(), skip=("sample", "model")))
+    return await evaluator.evaluate_async(sample)
 
 
 def evaluate_many(
@@ -34,7 +116,37 @@ def evaluate_many(
     concurrency: int | None = None,
     columns: str | Mapping[str, str] | None = None,
     task: str | None = None,
-    **kwargs: Any,
+    config: EvalConfig | None = None,
+    run_config: RunConfig | None = None,
+    base_url: str | None = None,
+    ensemble: EnsembleConfig | None = None,
+    preflight: bool | None = None,
+    method: Method | None = None,
+    rubric: str | None = None,
+    tools: str | Sequence[str] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    max_tokens_cap: int | None = None,
+    max_reply_chars: int | None = None,
+    seed: int | None = None,
+    top_p: float | None = None,
+    aggregate: Aggregate | None = None,
+    max_rounds: int | None = None,
+    max_parse_retries: int | None = None,
+    tool_errors: Literal["fallback", "fail"] | None = None,
+    tool_use: Literal["official", "any"] | None = None,
+    tool_text: Literal["focus", "detailed"] | None = None,
+    planner_prompt: Literal["paper", "extended"] | None = None,
+    scoring_rules: Literal["paper", "extended"] | None = None,
+    scene_graph_prompt: Literal["paper", "extended"] | None = None,
+    scene_graph_model: str | None = None,
+    highlight_large_boxes: Literal["dim", "undimmed"] | None = None,
+    grounding: GroundingConfig | dict[str, Any] | None = None,
+    difference: DifferenceConfig | dict[str, Any] | None = None,
+    image_encoding: Literal["jpeg75", "original"] | None = None,
+    image_format: Literal["PNG", "JPEG"] | None = None,
+    prompt_dir: str | None = None,
+    rubric_options: dict[str, Any] | None = None,
 ) -> list[Score]:
     """Judge many samples; results in input order.
 
@@ -47,22 +159,54 @@ def evaluate_many(
     ``concurrency`` samples are judged at once, with as many model calls in flight as that
     many samples need (``RunConfig.max_calls_in_flight`` when set, else 3 per sample).
     """
+    settings = _given(locals(), skip=("samples", "model", "concurrency", "columns", "task"))
     items = _items(samples, columns, task)
-    return Evaluator(model, **_sized(kwargs, concurrency)).evaluate_many(items)
+    return Evaluator(model, **_sized(settings, concurrency)).evaluate_many(items)
 
 
 async def evaluate_many_async(
-    samples: Iterable[SampleInput] | Any,
+    samples: Iterable[SampleInput] | str | Path | Any,
     model: Any,
     *,
     concurrency: int | None = None,
     columns: str | Mapping[str, str] | None = None,
     task: str | None = None,
-    **kwargs: Any,
+    config: EvalConfig | None = None,
+    run_config: RunConfig | None = None,
+    base_url: str | None = None,
+    ensemble: EnsembleConfig | None = None,
+    preflight: bool | None = None,
+    method: Method | None = None,
+    rubric: str | None = None,
+    tools: str | Sequence[str] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    max_tokens_cap: int | None = None,
+    max_reply_chars: int | None = None,
+    seed: int | None = None,
+    top_p: float | None = None,
+    aggregate: Aggregate | None = None,
+    max_rounds: int | None = None,
+    max_parse_retries: int | None = None,
+    tool_errors: Literal["fallback", "fail"] | None = None,
+    tool_use: Literal["official", "any"] | None = None,
+    tool_text: Literal["focus", "detailed"] | None = None,
+    planner_prompt: Literal["paper", "extended"] | None = None,
+    scoring_rules: Literal["paper", "extended"] | None = None,
+    scene_graph_prompt: Literal["paper", "extended"] | None = None,
+    scene_graph_model: str | None = None,
+    highlight_large_boxes: Literal["dim", "undimmed"] | None = None,
+    grounding: GroundingConfig | dict[str, Any] | None = None,
+    difference: DifferenceConfig | dict[str, Any] | None = None,
+    image_encoding: Literal["jpeg75", "original"] | None = None,
+    image_format: Literal["PNG", "JPEG"] | None = None,
+    prompt_dir: str | None = None,
+    rubric_options: dict[str, Any] | None = None,
 ) -> list[Score]:
     """Async :func:`evaluate_many`."""
+    settings = _given(locals(), skip=("samples", "model", "concurrency", "columns", "task"))
     items = _items(samples, columns, task)
-    return await Evaluator(model, **_sized(kwargs, concurrency)).evaluate_many_async(items)
+    return await Evaluator(model, **_sized(settings, concurrency)).evaluate_many_async(items)
 
 
 def _sized(kwargs: dict[str, Any], concurrency: int | None) -> dict[str, Any]:
@@ -76,6 +220,44 @@ def _sized(kwargs: dict[str, Any], concurrency: int | None) -> dict[str, Any]:
     except Exception as exc:
         raise ConfigError(f"invalid concurrency {concurrency!r}: {exc}") from None
     return {**kwargs, "run_config": sized}
+
+
+#: What every entry point's help says of the keywords they share (the EvalConfig fields'
+#: own descriptions are added below it, so there is one text per setting).
+_SHARED_KEYWORDS = """
+Keywords shared by evaluate, evaluate_async, evaluate_many and evaluate_many_async (a
+keyword left at None keeps ``config``'s value, or the default that ``method`` gives):
+
+config: an :class:`cigeval.EvalConfig` to start from; the keywords below override it.
+run_config: a :class:`cigeval.RunConfig` (concurrency, limits, cache, retries).
+base_url: the server URL of ``openai:`` specs without one (else $OPENAI_BASE_URL).
+ensemble: an :class:`cigeval.EnsembleConfig` (several judgments per sample, combined).
+preflight: False skips the checks made before the first sample (judge server, tool
+    weights); default: ``run_config.preflight``.
+"""
+
+
+def _settings_help() -> str:
+    """The shared keywords, then every EvalConfig field with its description."""
+    lines = [_SHARED_KEYWORDS]
+    for name, field in EvalConfig.model_fields.items():
+        about = field.description or (field.annotation.__doc__ or "").strip().split("\n")[0]
+        lines.append(f"{name}: {about}")
+    lines.append(
+        "\ntools also takes the comma-separated string of --tools: "
+        'tools="Difference,Scene Graph" is tools=["Difference", "Scene Graph"]. '
+        "seed=None keeps config's seed (0 by default); config=EvalConfig(seed=None) sends none."
+    )
+    return "\n".join(lines)
+
+
+for _function in (evaluate, evaluate_async, evaluate_many, evaluate_many_async):
+    _function.__doc__ = f"{inspect.cleandoc(_function.__doc__ or '')}\n{_settings_help()}"
+
+
+def _given(arguments: dict[str, Any], skip: Sequence[str]) -> dict[str, Any]:
+    """The keywords a caller gave (not None), for :class:`Evaluator`."""
+    return {k: v for k, v in arguments.items() if k not in skip and v is not None}
 
 
 def _items(

@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from cigeval.errors import ConfigError
 from cigeval.messages import ModelRequest
 
 #: Which scoring-rules template a judge prompt was built from, by a phrase it contains.
@@ -71,6 +72,36 @@ def template_of(text: str) -> str | None:
 _MAY_ASK_TOOL = "If you cannot score yet"
 _TOOL_OUTPUT = "TOOL OUTPUT ("
 _NO_TOOL_RAN = "No tool ran: "
+#: The key of ``rule_judge(tools=...)`` that plans its tool for every question.
+EVERY_QUESTION = "*"
+
+
+def _question_ids_by_wording() -> dict[str, set[str]]:
+    """The ids of the registered tasks' sub-questions, by the wording the planner is shown
+    (a question's own, or the ``plan_question`` it shares with those ``planned_with`` it)."""
+    from cigeval.tasks import get_task, task_names
+
+    ids: dict[str, set[str]] = {}
+    for name in task_names():
+        questions = get_task(name).sub_questions
+        for q in questions:
+            ids.setdefault(q.question, set()).add(q.id)
+            if q.plan_question:
+                group = {q.id, *(o.id for o in questions if o.planned_with == q.id)}
+                ids.setdefault(q.plan_question, set()).update(group)
+    return ids
+
+
+def _check_question_ids(tools: dict[str, str]) -> None:
+    """A ConfigError naming each key of ``tools`` that no registered task's question has."""
+    known = set().union(*_question_ids_by_wording().values())
+    unknown = [key for key in tools if key != EVERY_QUESTION and key not in known]
+    if unknown:
+        raise ConfigError(
+            f"rule_judge(tools=...): no registered task has a question with id "
+            f"{', '.join(map(repr, unknown))}; the keys are question ids "
+            f"({', '.join(sorted(known))}) or {EVERY_QUESTION!r} for every question"
+        )
 
 
 def rule_judge(
@@ -82,6 +113,13 @@ def rule_judge(
     """A reply function: plans ``tools`` (question id -> tool name, else None) and scores
     each sub-question from ``scores`` (template name -> score, else ``default_score``).
 
+    The keys of ``tools`` are sub-question ids of registered tasks (``"edit_success"``,
+    ``"over_editing"``, ``"prompt_following"``, ...; ``cigeval tasks`` lists them), or
+    ``"*"`` for every question; an id that no registered task has is a ConfigError, so
+    register your own tasks before calling this. Where the planner is asked about several
+    questions as one (the paper's two concept similarities), a tool given for any of them is
+    planned for that entry.
+
     ``request_tool``: when a judge prompt allows another round (``--max-rounds 2`` or more)
     and shows no tool output yet, ask for this tool first (a thought/action round), and score
     once its output is shown, or once a round says that no tool ran (e.g. the method does
@@ -89,6 +127,7 @@ def rule_judge(
     """
     scores = scores or {}
     tools = tools or {}
+    _check_question_ids(tools)
 
     def reply(request: Any) -> str:
         text = request_text(request)
@@ -99,8 +138,10 @@ def rule_judge(
             )
         if "### Questions" in text:
             entries = []
+            ids_by_wording = _question_ids_by_wording() if tools else {}
             for task_id, question in re.findall(r"- task_id (\d+): (.+?) \(images shown", text):
-                tool = next((t for q, t in tools.items() if q in question), None)
+                ids = sorted(ids_by_wording.get(question.strip(), ()))
+                tool = next((tools[i] for i in ids if i in tools), tools.get(EVERY_QUESTION))
                 entries.append(
                     {
                         "task_id": task_id,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 import threading
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image
 
+from cigeval._caller import in_callers_words
 from cigeval._hub import ensure_loadable
 from cigeval.errors import ConfigError, MissingDependency, PreflightError, ToolError
 from cigeval.images import to_rgb
@@ -315,10 +317,14 @@ class GroundingTool:
         except MissingDependency as exc:
             raise PreflightError(f"{exc}; {_without_grounding(config)}") from exc
         except ConfigError as exc:
-            cause = str(exc.__cause__ or exc).strip().splitlines()[0][:200]
+            # the first line of the cause, whole: cutting it left half a sentence
+            cause = (str(exc.__cause__ or exc).strip().splitlines() or ["no reason given"])[0]
+            checkpoint = in_callers_words(
+                "--grounding-checkpoint DIR", 'grounding={"checkpoint": DIR}'
+            )
             raise PreflightError(
                 f"the Grounding tool cannot load the GroundingDINO checkpoint "
-                f"{detector.checkpoint!r} ({cause}). Pass --grounding-checkpoint DIR (a local "
+                f"{detector.checkpoint!r} ({cause}). Pass {checkpoint} (a local "
                 f"copy of the weights, e.g. one written by save_pretrained), or "
                 f"{_without_grounding(config)}"
             ) from exc
@@ -405,8 +411,9 @@ def _select_and_show(
 def _without_grounding(config: EvalConfig) -> str:
     """The advice to offer the other tools, naming them."""
     offered = config.tools if config.tools is not None else tool_names()
-    others = ",".join(t for t in offered if normalize_name(t) != normalize_name("Grounding"))
-    return f"offer the agent tools without Grounding: --tools '{others}'"
+    others = [t for t in offered if normalize_name(t) != normalize_name("Grounding")]
+    tools = in_callers_words(f"--tools '{','.join(others)}'", f"tools={json.dumps(others)}")
+    return f"offer the agent tools without Grounding: {tools}"
 
 
 def default_query(ctx: ToolContext) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import MissingDependency, PreflightError, ToolError
 from cigeval.images import to_rgb
 from cigeval.tools._format import box_record, fmt_box, highlight_note
@@ -115,7 +116,8 @@ class OCRTool:
             _engine()
         except (MissingDependency, ToolError) as exc:
             raise PreflightError(
-                f"{exc}; or offer the agent tools without OCR (--tools without it)"
+                f"{exc}; or offer the agent tools without OCR "
+                f"({in_callers_words('--tools', 'tools=[...]')} without it)"
             ) from exc
 
     async def run(self, ctx: ToolContext) -> ToolResult:

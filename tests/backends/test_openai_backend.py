@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from cigeval._caller import command_line
 from cigeval.backends import OpenAIBackend, RateLimiter
 from cigeval.errors import BackendError, ConfigError
 from cigeval.messages import GenerationSettings, Message, ModelRequest
@@ -181,7 +182,10 @@ async def test_rate_limiter_spaces_requests(openai_server: FakeOpenAIServer) -> 
 def test_missing_key_for_openai_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="OPENAI_API_KEY") as info:
         OpenAIBackend("gpt-4o")
-    assert "--base-url" in str(info.value)
+    assert "base_url=" in str(info.value)  # from Python: the keyword, not the flag
+    with command_line(), pytest.raises(ConfigError) as from_cli:
+        OpenAIBackend("gpt-4o")
+    assert "--base-url" in str(from_cli.value)
 
 
 async def test_local_server_needs_no_key(openai_server: FakeOpenAIServer) -> None:

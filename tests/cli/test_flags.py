@@ -13,7 +13,6 @@ from cigeval.cli import build_parser, main
 from cigeval.cli._flags import _fields
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines import EngineConfig
-from cigeval.errors import ConfigError
 from cigeval.probes.settings import ProbeSettings
 from cigeval.results import read_records
 from cigeval.runs import RunOptions

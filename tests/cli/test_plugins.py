@@ -61,7 +61,7 @@ def test_a_tool_from_a_plugin_is_offered_run_and_recorded(
     assert name not in {t.name for t in registered_tools()}
     out = tmp_path / "results.jsonl"
     try:
-        with FakeOpenAIServer(rule_judge(tools={"follow the editing instruction": name})) as server:
+        with FakeOpenAIServer(rule_judge(tools={"edit_success": name})) as server:
             status = _judge_with(server, samples, out, "--plugin", plugin, "--tools", name)
             texts = [r.texts() for r in server.requests]
     finally:

@@ -64,7 +64,7 @@ def test_the_cli_on_ray_writes_the_records_of_the_local_engine(env: Path, capsys
     (env / "local").mkdir()
     (env / "ray").mkdir()
     scores = {"edit_success": 3, "over_editing": 9}
-    with FakeOpenAIServer(rule_judge(scores, tools={"minimal": "Difference"})) as server:
+    with FakeOpenAIServer(rule_judge(scores, tools={"over_editing": "Difference"})) as server:
         # no cache: identical requests of two samples are then sent twice by either engine
         # (the cache would share them within one process only, which timing decides)
         local = evaluate_cli(server, samples, env / "local/out.jsonl", *TOOLS, "--no-cache")
@@ -175,6 +175,7 @@ def test_a_failed_preflight_on_the_workers_stops_the_run_with_status_2(env: Path
     assert status == 2
     err = capsys.readouterr().err
     assert "preflight failed" in err and "another-model" in err
+    assert "in --model" in err  # the command line's words, though a Ray worker found it
     assert not list(read_records(env / "out.jsonl"))
 
 

@@ -31,7 +31,7 @@ class JudgedRun:
 
 
 def _hostile_judge(request):
-    reply = rule_judge({"edit_success": 3}, tools={"minimal": "Difference"})(request)
+    reply = rule_judge({"edit_success": 3}, tools={"over_editing": "Difference"})(request)
     if '"score"' in reply:
         answer = json.loads(reply)
         answer["reasoning"] = HOSTILE_REASONING

@@ -109,7 +109,9 @@ def test_a_default_evaluator_offline_fails_at_once_naming_the_fixes(tmp_path: Pa
         Evaluator(judge, run_config=RunConfig(use_cache=False)).evaluate(sample)
     took = time.perf_counter() - started
     message = str(raised.value)
-    # the CLI's own words: the checkpoint flag, or tools without Grounding
-    assert "--grounding-checkpoint" in message and "--tools" in message
+    # in Python's words: the checkpoint setting, or tools without Grounding
+    assert 'grounding={"checkpoint": DIR}' in message
+    assert 'tools=["Difference", "Scene Graph"]' in message
+    assert "--tools" not in message and "--grounding-checkpoint" not in message
     assert judge.requests == []  # before the first model call, whatever the planner picks
     print(f"offline preflight failed in {took:.2f} s")
