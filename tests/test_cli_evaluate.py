@@ -119,7 +119,7 @@ def test_bad_samples_are_error_records_and_exit_1(env: Path):
     assert "zero-byte" in records["empty"]["error"]
     assert "corrupt" in records["corrupt"]["error"]
     assert "unknown task" in records["unknown"]["error"]
-    assert "invalid JSON" in records["line:6"]["error"]
+    assert "invalid JSON" in records["@line:6"]["error"]
 
 
 def test_usage_errors_exit_2(env: Path, capsys):

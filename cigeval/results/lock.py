@@ -8,7 +8,9 @@ Two runs appending to the same file would evaluate every sample twice and write 
 twice. The lock is an operating-system file lock (``flock`` on POSIX, ``msvcrt.locking`` on
 Windows), so it is released by the system when its process ends in any way, kill -9
 included: a lock is never stale. The lock file holds the process id, host, start time and
-command of the run holding it, so a second run can say which one is running.
+command of the run holding it, so a second run can say which one is running; the command is
+written with its credentials redacted (:func:`redact_command`), the file is private to the
+user (mode 0600) and opened without following a symbolic link planted at its name.
 """
 
 from __future__ import annotations
@@ -16,14 +18,64 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from cigeval.errors import CigevalError
+from cigeval.terminal import safe_text
+
+#: Opens the lock file without following a symbolic link planted at its name.
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+#: Query parameters and flags whose value is a credential: api_key, key, token, secret...
+_SECRET_NAME = re.compile(
+    r"(?:^|[-_])(?:api[-_]?key|key|token|secret|password|passwd|pwd|auth|authorization|"
+    r"signature|sig|credentials?|access[-_]?token)$",
+    re.IGNORECASE,
+)
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
+_QUERY_VALUE = re.compile(r"(?P<name>[?&;][^=&#\s]+)=(?P<value>[^&#\s]*)")
+REDACTED = "***"
+
+
+def redact_command(argv: Sequence[str]) -> str:
+    """``argv`` as one line with its credentials replaced by ``***``: the user information of
+    URLs (``http://user:KEY@host``), key-like query values (``?api_key=KEY``, ``&token=...``)
+    and the value of key-like flags (``--api-key KEY``, ``--token=KEY``)."""
+    shown: list[str] = []
+    secret_next = False
+    for arg in argv:
+        if secret_next:
+            shown.append(REDACTED)
+            secret_next = False
+            continue
+        flag, equals, _ = arg.partition("=")
+        if arg.startswith("-") and _SECRET_NAME.search(flag.lstrip("-")):
+            if equals:
+                shown.append(f"{flag}={REDACTED}")
+            else:
+                shown.append(arg)
+                secret_next = True
+            continue
+        shown.append(_redact_text(arg))
+    return " ".join(shown)
+
+
+def _redact_text(text: str) -> str:
+    text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+
+    def query(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if _SECRET_NAME.search(name[1:]):
+            return f"{name}={REDACTED}"
+        return match.group()
+
+    return _QUERY_VALUE.sub(query, text)
 
 
 class ResultsLocked(CigevalError):
@@ -42,7 +94,8 @@ class ResultsLocked(CigevalError):
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if started else ""
             who += f" (pid {holder.get('pid', '?')} on {holder.get('host', '?')}"
             who += f", started {when}" if when else ""
-            who += f": {holder['command']})" if holder.get("command") else ")"
+            command = redact_command(str(holder.get("command") or "").split(" "))
+            who += f": {safe_text(command)})" if command else ")"
         super().__init__(
             f"{who} is writing to {path}; wait for it to end, or choose another --out "
             f"(the lock is {path.name}.lock and goes away with that run)"
@@ -87,7 +140,16 @@ class ResultsLock:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NO_FOLLOW, 0o600)
+            except OSError as exc:
+                if self.path.is_symlink():
+                    raise OSError(
+                        exc.errno,
+                        f"the lock file {self.path} is a symbolic link (planted by someone "
+                        "else?); it is left alone: remove it, then run again",
+                    ) from None
+                raise
             if not _try_lock(fd):
                 os.close(fd)
                 raise ResultsLocked(self.results, _read_holder(self.path))
@@ -105,8 +167,10 @@ class ResultsLock:
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "started": time.time(),
-            "command": " ".join(sys.argv)[:500],
+            "command": redact_command(sys.argv)[:500],
         }
+        if sys.platform != "win32":
+            os.fchmod(fd, 0o600)  # a lock file left by an older cigeval may be 0644
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps(holder).encode("utf-8", "replace"))
         self._fd = fd

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cigeval.sample import SampleLine, sample_identity
+from cigeval.terminal import echo, safe_text
 
 
 @dataclass
@@ -38,10 +38,9 @@ def pending_samples(
                 if isinstance(item, SampleLine)
                 else f"at item {position}"
             )
-            print(
-                f"warning: sample id {sample_id!r} repeated {where}; "
-                "only its first occurrence is evaluated",
-                file=sys.stderr,
+            echo(
+                f"warning: sample id {safe_text(repr(sample_id))} repeated {where}; "
+                "only its first occurrence is evaluated"
             )
             continue
         if limit is not None and len(seen) >= limit:

@@ -51,6 +51,8 @@ class Recorder:
         self.stop = stop
         self.progress = progress
         self.breaker = CircuitBreaker(options.circuit_breaker)
+        #: Entries added to each record's provenance (e.g. the samples file's snapshot).
+        self.provenance: dict[str, Any] = {}
         summary.degraded_are_errors = options.on_degraded == "error"
 
     def accept(self, score: Score) -> bool:
@@ -81,5 +83,8 @@ class Recorder:
             self._write(score)
 
     def _write(self, score: Score) -> None:
+        if self.provenance:
+            provenance = {**score.provenance, **self.provenance}
+            score = score.model_copy(update={"provenance": provenance})
         self.writer.write(score)
         self.summary.add(score)

@@ -17,11 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 from cigeval.backends.reachability import ServerWatch, watching_servers
 from cigeval.engines.settings import EngineConfig
-from cigeval.errors import InputError, ResultsWriteError
+from cigeval.errors import ResultsWriteError
 from cigeval.results.jsonl import ResultsWriter
 from cigeval.results.lock import ResultsLock
 from cigeval.results.summary import RunSummary
 from cigeval.runs.breaker import ServerWatching
+from cigeval.runs.guards import (
+    check_samples_file,
+    refuse_overwriting_non_results,
+    refuse_results_over_inputs,
+    results_paths,
+)
 from cigeval.runs.local import LocalEngine
 from cigeval.runs.on_ray import RayEngine
 from cigeval.runs.options import RunOptions
@@ -29,8 +35,9 @@ from cigeval.runs.pending import PendingCounts, expected_total, pending_samples
 from cigeval.runs.progress import counting_calls
 from cigeval.runs.recorder import Recorder
 from cigeval.runs.result import RunCallback, RunResult
-from cigeval.runs.signals import Stop
-from cigeval.sample import iter_samples_file
+from cigeval.runs.signals import Stop, raise_on_sigterm
+from cigeval.runs.snapshot import SamplesSnapshot
+from cigeval.terminal import echo, safe_text
 
 if TYPE_CHECKING:
     from cigeval.evaluation import Evaluator, SampleInput
@@ -76,18 +83,24 @@ def run_samples(
     engine = engine or EngineConfig()
     out = Path(out)
     source: Path | Iterable[SampleInput]
+    snapshot: SamplesSnapshot | None = None
     if isinstance(samples, str | os.PathLike):
         source = Path(samples)
-        if not source.is_file():
-            raise InputError(f"samples file not found: {source}")
+        check_samples_file(source)
+        refuse_results_over_inputs(written_paths(evaluator, out), [("samples file", source)])
     else:
         source = samples
+    if options.overwrite:
+        refuse_overwriting_non_results(out)
+    if isinstance(source, Path):
+        snapshot = SamplesSnapshot(source)
     lock = ResultsLock(out)
     try:
         lock.acquire()
     except OSError as exc:
         raise ResultsWriteError(f"cannot write results to {out}: {exc}") from None
-    with lock:
+    # SIGTERM outside the judging (which handles it itself) still releases the lock
+    with raise_on_sigterm(), lock:
         runner: LocalEngine | RayEngine = (
             RayEngine(evaluator, engine, ray_log_file(out))
             if engine.engine == "ray"
@@ -95,7 +108,9 @@ def run_samples(
         )
         try:
             runner.prepare(quiet)
-            result = _judge(runner, evaluator, source, out, lock, options, engine, prices, quiet)
+            result = _judge(
+                runner, evaluator, source, out, lock, options, engine, prices, quiet, snapshot
+            )
         finally:
             runner.close()
     for callback in callbacks:
@@ -119,8 +134,11 @@ def _judge(
     engine: EngineConfig,
     prices: dict[str, dict[str, float]] | None,
     quiet: bool,
+    snapshot: SamplesSnapshot | None = None,
 ) -> RunResult:
-    """Open the results file, judge what is pending, and count what was written."""
+    """Open the results file, judge what is pending, and count what was written; a samples
+    file that changed meanwhile (``snapshot``) raises SamplesChanged once the samples in
+    flight are written."""
     from tqdm import tqdm
 
     summary = RunSummary(prices=prices)
@@ -135,11 +153,13 @@ def _judge(
     started = time.perf_counter()
     with writer:
         summary.previous_errors = previous_errors(writer)
-        items = iter_samples_file(source) if isinstance(source, Path) else source
+        items = snapshot.lines() if snapshot is not None else source
         pending = pending_samples(items, writer.finished, options.limit, counts)
         total = expected_total(source, writer.finished, options.limit)
         progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)
         recorder = Recorder(writer, summary, options, stop, progress)
+        if snapshot is not None:
+            recorder.provenance["samples_file"] = snapshot.provenance()
         servers = None
         if options.circuit_breaker > 0:
             watch = ServerWatch(options.circuit_breaker_s, options.circuit_breaker)
@@ -153,6 +173,8 @@ def _judge(
         finally:
             progress.close()
         summary.skipped = counts.skipped
+    if snapshot is not None and snapshot.changed is not None:
+        raise snapshot.error()
     summary.batch = runner.batch_stats()
     return RunResult(
         out=out,
@@ -191,12 +213,19 @@ def open_writer(out: Path, options: RunOptions, settings: dict[str, Any]) -> Res
     if writer.skipped:
         listed = "; ".join(str(line) for line in writer.skipped[:5])
         more = f"; and {len(writer.skipped) - 5} more" if len(writer.skipped) > 5 else ""
-        print(
-            f"warning: {len(writer.skipped)} unreadable line(s) of {out} moved to "
-            f"{writer.rejected_path} ({listed}{more}); their samples run again",
-            file=sys.stderr,
+        echo(
+            f"warning: {len(writer.skipped)} unreadable line(s) of {safe_text(out)} moved to "
+            f"{safe_text(writer.rejected_path)} ({safe_text(listed)}{more}); their samples "
+            "run again"
         )
     return writer
+
+
+def written_paths(evaluator: Evaluator, out: Path) -> dict[str, Path]:
+    """Every file or folder a run of ``evaluator`` on ``out`` writes (:func:`results_paths`)."""
+    run_config = evaluator.run_config
+    others = {"its batch state": run_config.batch_state, "its Ray log": ray_log_file(out)}
+    return results_paths(out, run_config.image_dir, others)
 
 
 def ray_log_file(out: Path) -> Path:
