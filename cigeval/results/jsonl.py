@@ -36,7 +36,7 @@ from cigeval.results.fingerprint import (
     fingerprint_of,
     settings_of_record,
 )
-from cigeval.results.lock import ResultsLock
+from cigeval.results.lock import ResultsLock, planted_link_error
 from cigeval.results.syncing import SYNC_INTERVAL_S, SYNC_RECORDS, BatchedSync
 from cigeval.score import Score
 
@@ -101,7 +101,11 @@ def open_beside(path: Path, *, new: bool = False) -> IO[bytes]:
         flags |= os.O_EXCL
     else:
         flags |= os.O_APPEND
-    return os.fdopen(os.open(path, flags, 0o666), "wb")
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        raise planted_link_error(path, exc) from None
+    return os.fdopen(fd, "wb")
 
 
 def read_records(

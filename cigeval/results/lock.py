@@ -43,6 +43,18 @@ _QUERY_VALUE = re.compile(r"(?P<name>[?&;][^=&#\s]+)=(?P<value>[^&#\s]*)")
 REDACTED = "***"
 
 
+def planted_link_error(path: Path, exc: OSError) -> OSError:
+    """``exc`` (from opening ``path`` without following links) said plainly when ``path`` is
+    a symbolic link: it is not followed, and its target is left alone."""
+    if not path.is_symlink():
+        return exc
+    return OSError(
+        exc.errno,
+        f"{path} is a symbolic link (planted by someone else?); cigeval does not follow it "
+        "and leaves its target alone: remove the link, then run again",
+    )
+
+
 def redact_command(argv: Sequence[str]) -> str:
     """``argv`` as one line with its credentials replaced by ``***``: the user information of
     URLs (``http://user:KEY@host``), key-like query values (``?api_key=KEY``, ``&token=...``)
@@ -143,13 +155,7 @@ class ResultsLock:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NO_FOLLOW, 0o600)
             except OSError as exc:
-                if self.path.is_symlink():
-                    raise OSError(
-                        exc.errno,
-                        f"the lock file {self.path} is a symbolic link (planted by someone "
-                        "else?); it is left alone: remove it, then run again",
-                    ) from None
-                raise
+                raise planted_link_error(self.path, exc) from None
             if not _try_lock(fd):
                 os.close(fd)
                 raise ResultsLocked(self.results, _read_holder(self.path))
