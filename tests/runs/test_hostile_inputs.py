@@ -320,3 +320,32 @@ def test_iter_samples_file_gives_bool_ids_a_line_id(tmp_path: Path) -> None:
     path.write_text('{"id": true, "task": "text_guided_ig"}\n{"id": "@line:3"}\n')
     first, second = iter_samples_file(path)
     assert first.sample_id == "@line:1" and second.sample_id == "@line:2"
+
+
+# --- ambiguous replies ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("times", [1, 100])
+def test_an_ambiguous_reply_is_asked_again_then_an_error(
+    samples: Path, tmp_path: Path, times: int
+) -> None:
+    judge = rule_judge()
+    ambiguous: list[int] = []
+
+    def reply(request: Any) -> str:
+        text = judge(request)
+        if '"score"' in text and len(ambiguous) < times:
+            ambiguous.append(1)
+            return text[:-1] + ', "score": 1}'  # {"score": 7, ..., "score": 1}
+        return text
+
+    write_jsonl(samples, seven_task_samples(tmp_path)[2:3])
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer(reply) as server:
+        code = evaluate_cli(server, samples, out, *TOOLS, "--concurrency", "1")
+    (record,) = read_records(out)
+    if times == 1:
+        assert code == 0 and record["status"] == "ok" and record["score"] == pytest.approx(0.7)
+    else:
+        assert code == 1 and record["status"] == "error"
+        assert "repeats the key 'score' with different values" in record["error"]
