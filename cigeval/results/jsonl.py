@@ -227,6 +227,9 @@ class ResultsWriter:
         self.retrying: set[str] = set()
         #: Status of each record kept from an earlier run, by id.
         self.previous_statuses: dict[str, str] = {}
+        #: The sha256 of the image files each kept record judged (``provenance.image_files``),
+        #: by id, for the records that keep them.
+        self.previous_images: dict[str, dict[str, str]] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         #: The old file moved aside by a writer that does not resume (removed at close).
         self._aside: Path | None = None
@@ -258,6 +261,7 @@ class ResultsWriter:
 
     def _resume(self, retry_errors: bool) -> None:
         statuses: dict[int, tuple[str, str]] = {}
+        images: dict[int, dict[str, str]] = {}
         other_settings: dict[int, dict[str, Any]] = {}  # records of another fingerprint
         expected = compute_fingerprint(self._settings) if self._settings is not None else None
         torn_at: int | None = None  # offset of a last line without its newline
@@ -276,6 +280,9 @@ class ResultsWriter:
                     self.skipped.append(SkippedLine(number, found))
                 else:
                     statuses[number] = (str(found["id"]), str(found.get("status")))
+                    kept_images = _image_files(found)
+                    if kept_images is not None:
+                        images[number] = kept_images
                     if expected is not None and fingerprint_of(found) != expected:
                         other_settings[number] = found
         drop = {line.line_number for line in self.skipped}
@@ -289,6 +296,7 @@ class ResultsWriter:
         elif drop:
             self._rewrite_without(drop, {line.line_number for line in self.skipped})
         self.previous_statuses = {i: st for n, (i, st) in statuses.items() if n not in drop}
+        self.previous_images = {statuses[n][0]: h for n, h in images.items() if n not in drop}
         self.finished = set(self.previous_statuses)
 
     def _refuse_other_settings(self, kept: dict[int, dict[str, Any]]) -> None:
@@ -415,6 +423,15 @@ class ResultsWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _image_files(record: dict[str, Any]) -> dict[str, str] | None:
+    """A record's ``provenance.image_files`` (role -> sha256), when it holds a valid one."""
+    provenance = record.get("provenance")
+    files = provenance.get("image_files") if isinstance(provenance, dict) else None
+    if not isinstance(files, dict):
+        return None
+    return {str(role): str(digest) for role, digest in files.items()}
 
 
 def _unwritable_record(score: Score, exc: BaseException) -> dict[str, Any]:

@@ -53,6 +53,9 @@ class Recorder:
         self.breaker = CircuitBreaker(options.circuit_breaker)
         #: Entries added to each record's provenance (e.g. the samples file's snapshot).
         self.provenance: dict[str, Any] = {}
+        #: The sha256 of each sample's image files by id (``PendingCounts.image_files``),
+        #: written to its record as ``provenance.image_files``.
+        self.image_files: dict[str, dict[str, str]] = {}
         summary.degraded_are_errors = options.on_degraded == "error"
 
     def accept(self, score: Score) -> bool:
@@ -83,8 +86,11 @@ class Recorder:
             self._write(score)
 
     def _write(self, score: Score) -> None:
-        if self.provenance:
-            provenance = {**score.provenance, **self.provenance}
-            score = score.model_copy(update={"provenance": provenance})
+        extra = dict(self.provenance)
+        files = self.image_files.pop(score.id, None)
+        if files:
+            extra["image_files"] = files
+        if extra:
+            score = score.model_copy(update={"provenance": {**score.provenance, **extra}})
         self.writer.write(score)
         self.summary.add(score)

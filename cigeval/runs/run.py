@@ -31,7 +31,7 @@ from cigeval.runs.guards import (
 from cigeval.runs.local import LocalEngine
 from cigeval.runs.on_ray import RayEngine
 from cigeval.runs.options import RunOptions
-from cigeval.runs.pending import PendingCounts, expected_total, pending_samples
+from cigeval.runs.pending import PendingCounts, PendingRules, expected_total, pending_samples
 from cigeval.runs.progress import counting_calls
 from cigeval.runs.recorder import Recorder
 from cigeval.runs.result import RunCallback, RunResult
@@ -154,10 +154,12 @@ def _judge(
     with writer:
         summary.previous_errors = previous_errors(writer)
         items = snapshot.lines() if snapshot is not None else source
-        pending = pending_samples(items, writer.finished, options.limit, counts)
+        rules = PendingRules(writer.previous_images, options.recheck_images, options.max_text_chars)
+        pending = pending_samples(items, writer.finished, options.limit, counts, rules)
         total = expected_total(source, writer.finished, options.limit)
         progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)
         recorder = Recorder(writer, summary, options, stop, progress)
+        recorder.image_files = counts.image_files
         if snapshot is not None:
             recorder.provenance["samples_file"] = snapshot.provenance()
         servers = None
@@ -173,6 +175,11 @@ def _judge(
         finally:
             progress.close()
         summary.skipped = counts.skipped
+        if counts.unchecked:
+            echo(
+                f"--no-recheck-images: {counts.unchecked} sample(s) kept from {safe_text(out)} "
+                "without checking whether their images changed since they were judged"
+            )
     if snapshot is not None and snapshot.changed is not None:
         raise snapshot.error()
     summary.batch = runner.batch_stats()

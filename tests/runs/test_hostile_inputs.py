@@ -349,3 +349,51 @@ def test_an_ambiguous_reply_is_asked_again_then_an_error(
     else:
         assert code == 1 and record["status"] == "error"
         assert "repeats the key 'score' with different values" in record["error"]
+
+
+# --- resume notices changed inputs ----------------------------------------------------------
+
+
+def test_an_image_changed_between_runs_is_judged_again(
+    samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.samples_factory import make_image
+
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer(rule_judge()) as server:
+        assert evaluate_cli(server, samples, out, *TOOLS) == 0
+        first = records_by_id(out)
+        assert first["t2i"]["provenance"]["image_files"]["output"]
+        assert first["mcic"]["provenance"]["image_files"]["subjects[1]"]
+        calls = len(server.requests)
+        assert evaluate_cli(server, samples, out, *TOOLS) == 0
+        assert len(server.requests) == calls  # nothing changed: nothing asked
+        make_image(tmp_path / "subject2.png", "white", (1, 1, 60, 60), "black")  # replaced
+        capsys.readouterr()
+        assert evaluate_cli(server, samples, out, *TOOLS, "--no-recheck-images") == 0
+        assert len(server.requests) == calls
+        assert "7 sample(s) kept from" in capsys.readouterr().err
+        assert evaluate_cli(server, samples, out, *TOOLS) == 0
+        assert len(server.requests) > calls
+    err = capsys.readouterr().err
+    assert "sample 'mcic': image(s) subjects[1] changed since it was judged" in err
+    lines = list(read_records(out))
+    assert [r["id"] for r in lines].count("mcic") == 2 and len(lines) == 8
+    new = records_by_id(out)["mcic"]["provenance"]["image_files"]["subjects[1]"]
+    assert new != first["mcic"]["provenance"]["image_files"]["subjects[1]"]
+
+
+def test_a_runaway_text_is_that_samples_error(samples: Path, tmp_path: Path) -> None:
+    good = seven_task_samples(tmp_path)[2]
+    long = {**variant(good, "long", "x"), "instruction": "make it red " * 500}
+    write_jsonl(samples, [long, variant(good, "short", "y")])
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer(rule_judge()) as server:
+        assert evaluate_cli(server, samples, out, *TOOLS, "--max-text-chars", "1000") == 1
+        assert all("make it red make it red" not in str(r.body) for r in server.requests)
+    records = records_by_id(out)
+    assert records["short"]["status"] == "ok"
+    assert records["long"]["error"] == (
+        "sample 'long': instruction has 6000 characters, more than --max-text-chars 1000: "
+        "refused rather than sent to the judge (raise --max-text-chars to judge it)"
+    )
