@@ -94,7 +94,8 @@ def _image_changed(item: Any, sample_id: str, rules: PendingRules, counts: Pendi
     before = rules.previous_images.get(sample_id)
     if not before:
         return False  # a record written before image hashes were kept: nothing to compare
-    changed = changed_roles(dict(before), image_file_hashes(item))
+    now = image_file_hashes(item)
+    changed = changed_roles(dict(before), now) if now else []  # none hashed: nothing to compare
     if not changed:
         return False
     counts.rechecked.append(sample_id)

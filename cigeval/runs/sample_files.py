@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cigeval.sample import Sample, SampleLine
+from cigeval.errors import CigevalError
+from cigeval.sample import Sample, SampleLine, sample_from_dict
 
 _CHUNK = 1 << 20
 #: What an image file that cannot be read hashes to (it differs from any sha256).
@@ -46,6 +47,11 @@ def image_file_hashes(item: Any) -> dict[str, str]:
     """The sha256 of each image of ``item`` given as a file (by path) or as file bytes, by
     role; images given as PIL images, and items that are no valid sample, have none."""
     sample = item.sample if isinstance(item, SampleLine) else item
+    if isinstance(sample, dict):
+        try:
+            sample = sample_from_dict(sample)  # as the evaluator reads a dict
+        except (CigevalError, ValueError, TypeError, RecursionError):  # no valid sample
+            return {}
     if not isinstance(sample, Sample):
         return {}
     hashes: dict[str, str] = {}
