@@ -192,11 +192,15 @@ def line_error_id(line_number: int) -> str:
 
 
 def _json_kind(value: Any) -> str:
-    kinds = {bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
-    kind = kinds.get(type(value))
-    if kind is None:
-        kind = {dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
-    return kind
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    return "a list" if isinstance(value, list) else type(value).__name__
 
 
 def _shown(value: Any) -> str:

@@ -153,7 +153,12 @@ def _judge(
     started = time.perf_counter()
     with writer:
         summary.previous_errors = previous_errors(writer)
-        items = snapshot.lines() if snapshot is not None else source
+        items: Iterable[Any]
+        if isinstance(source, Path):
+            assert snapshot is not None, "a samples file is read through its snapshot"
+            items = snapshot.lines()
+        else:
+            items = source
         rules = PendingRules(writer.previous_images, options.recheck_images, options.max_text_chars)
         pending = pending_samples(items, writer.finished, options.limit, counts, rules)
         total = expected_total(source, writer.finished, options.limit)
