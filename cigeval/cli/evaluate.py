@@ -17,6 +17,7 @@ from cigeval.cli._track import add_track_flags, trackers_from_args
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, PreflightError
+from cigeval.redact import redact_credentials
 from cigeval.runs.options import RunOptions
 from cigeval.terminal import echo, safe_text
 
@@ -170,7 +171,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise UsageError(f"preflight failed: {exc}") from None
     except CigevalError as exc:  # the results file in use or unwritable, a bad engine setup
         raise UsageError(str(exc)) from None
-    echo(result.render())
+    echo(redact_credentials(result.render()))
     written = sum(result.summary.statuses.values())
     echo(f"wrote {written} record(s) to {safe_text(args.out)}")
     return result.exit_status

@@ -17,8 +17,9 @@ from cigeval._version import __version__
 from cigeval.cli._commands import Command, add_commands
 from cigeval.cli._common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, UsageError
 from cigeval.cli._plugins import add_plugin_flag, load_plugins, plugins_given
+from cigeval.redact import redact_credentials
 from cigeval.runs.signals import Terminated
-from cigeval.terminal import echo, safe_text
+from cigeval.terminal import echo
 
 #: Every sub-command, in the order ``cigeval --help`` lists them. A sub-command's code is in
 #: ``cigeval/cli/<name>.py`` unless ``module=`` says otherwise (see ``Command``).
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         load_plugins(plugins_given(args))
         return command.runner()(args)
     except UsageError as exc:
-        echo(f"cigeval {command.name}: error: {safe_text(exc, lines=True)}")
+        echo(f"cigeval {command.name}: error: {redact_credentials(str(exc))}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("cigeval: interrupted; rerun the same command to resume", file=sys.stderr)

@@ -18,29 +18,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import socket
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from cigeval.errors import CigevalError
+from cigeval.redact import redact_command
 from cigeval.terminal import safe_text
 
 #: Opens the lock file without following a symbolic link planted at its name.
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-#: Query parameters and flags whose value is a credential: api_key, key, token, secret...
-_SECRET_NAME = re.compile(
-    r"(?:^|[-_])(?:api[-_]?key|key|token|secret|password|passwd|pwd|auth|authorization|"
-    r"signature|sig|credentials?|access[-_]?token)$",
-    re.IGNORECASE,
-)
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
-_QUERY_VALUE = re.compile(r"(?P<name>[?&;][^=&#\s]+)=(?P<value>[^&#\s]*)")
-REDACTED = "***"
 
 
 def planted_link_error(path: Path, exc: OSError) -> OSError:
@@ -53,41 +43,6 @@ def planted_link_error(path: Path, exc: OSError) -> OSError:
         f"{path} is a symbolic link (planted by someone else?); cigeval does not follow it "
         "and leaves its target alone: remove the link, then run again",
     )
-
-
-def redact_command(argv: Sequence[str]) -> str:
-    """``argv`` as one line with its credentials replaced by ``***``: the user information of
-    URLs (``http://user:KEY@host``), key-like query values (``?api_key=KEY``, ``&token=...``)
-    and the value of key-like flags (``--api-key KEY``, ``--token=KEY``)."""
-    shown: list[str] = []
-    secret_next = False
-    for arg in argv:
-        if secret_next:
-            shown.append(REDACTED)
-            secret_next = False
-            continue
-        flag, equals, _ = arg.partition("=")
-        if arg.startswith("-") and _SECRET_NAME.search(flag.lstrip("-")):
-            if equals:
-                shown.append(f"{flag}={REDACTED}")
-            else:
-                shown.append(arg)
-                secret_next = True
-            continue
-        shown.append(_redact_text(arg))
-    return " ".join(shown)
-
-
-def _redact_text(text: str) -> str:
-    text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
-
-    def query(match: re.Match[str]) -> str:
-        name = match.group("name")
-        if _SECRET_NAME.search(name[1:]):
-            return f"{name}={REDACTED}"
-        return match.group()
-
-    return _QUERY_VALUE.sub(query, text)
 
 
 class ResultsLocked(CigevalError):

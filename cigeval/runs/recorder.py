@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cigeval.redact import redact_credentials
 from cigeval.runs.breaker import CircuitBreaker
 from cigeval.runs.signals import CIRCUIT_BREAKER, Stop
 
@@ -86,6 +87,8 @@ class Recorder:
             self._write(score)
 
     def _write(self, score: Score) -> None:
+        if score.error and redact_credentials(score.error) != score.error:
+            score = score.model_copy(update={"error": redact_credentials(score.error)})
         extra = dict(self.provenance)
         files = self.image_files.pop(score.id, None)
         if files:

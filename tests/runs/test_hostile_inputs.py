@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from cigeval.cli import main
+from cigeval.redact import redact_command
 from cigeval.results import ResultsLock, ResultsLocked, read_records
 from cigeval.results.jsonl import overwritten_path, rejected_path
-from cigeval.results.lock import lock_path, redact_command
+from cigeval.results.lock import lock_path
 from cigeval.sample import iter_samples_file
 from cigeval.terminal import safe_text
 from cigeval.testing import rule_judge
@@ -396,4 +397,31 @@ def test_a_runaway_text_is_that_samples_error(samples: Path, tmp_path: Path) -> 
     assert records["long"]["error"] == (
         "sample 'long': instruction has 6000 characters, more than --max-text-chars 1000: "
         "refused rather than sent to the judge (raise --max-text-chars to judge it)"
+    )
+
+
+def test_no_credential_in_a_message_or_a_file_next_to_the_results(
+    samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as unused:  # a port nobody listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    url = f"http://user:KEYSECRET@127.0.0.1:{port}/v1?api_key=KEYSECRET"
+    out = tmp_path / "out.jsonl"
+    argv = ["evaluate", str(samples), "--model", "openai:m", "--base-url", url]
+    assert main([*argv, "--out", str(out), "--quiet", *TOOLS]) == 2
+    captured = capsys.readouterr()
+    assert "cannot be reached" in captured.err
+    assert "KEYSECRET" not in captured.err + captured.out
+    assert not any("KEYSECRET" in p.read_text(errors="replace") for p in tmp_path.glob("out*"))
+
+
+def test_redact_credentials_in_a_message() -> None:
+    from cigeval.redact import redact_credentials
+
+    message = "POST https://a:b@h/v1?key=K&x=1 failed; see http://h/?token=T#frag"
+    assert redact_credentials(message) == (
+        "POST https://***@h/v1?key=***&x=1 failed; see http://h/?token=***#frag"
     )
