@@ -180,6 +180,8 @@ def _judge(
         finally:
             progress.close()
         summary.skipped = counts.skipped
+        # a recorded error judged again (its image changed) is this run's outcome now
+        summary.previous_errors = previous_errors(writer, set(counts.rechecked))
         if counts.unchecked:
             echo(
                 f"--no-recheck-images: {counts.unchecked} sample(s) kept from {safe_text(out)} "
@@ -245,6 +247,12 @@ def ray_log_file(out: Path) -> Path:
     return out.with_name(out.stem + ".ray.log")
 
 
-def previous_errors(writer: ResultsWriter) -> int:
-    """How many records already in the results file ended in error (the summary says so)."""
-    return sum(1 for status in writer.previous_statuses.values() if status == "error")
+def previous_errors(writer: ResultsWriter, judged_again: set[str] | None = None) -> int:
+    """How many records already in the results file ended in error (the summary says so),
+    leaving out the samples ``judged_again`` by this run."""
+    again = judged_again or set()
+    return sum(
+        1
+        for sample_id, status in writer.previous_statuses.items()
+        if status == "error" and sample_id not in again
+    )

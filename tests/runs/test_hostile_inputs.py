@@ -425,3 +425,20 @@ def test_redact_credentials_in_a_message() -> None:
     assert redact_credentials(message) == (
         "POST https://***@h/v1?key=***&x=1 failed; see http://h/?token=***#frag"
     )
+
+
+def test_an_image_missing_then_supplied_is_judged_again_and_its_old_error_forgotten(
+    samples: Path, tmp_path: Path
+) -> None:
+    from tests.samples_factory import make_image
+
+    good = seven_task_samples(tmp_path)[0]  # t2i: one output image
+    write_jsonl(samples, [{**good, "images": {"output": "later.png"}}])
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer(rule_judge()) as server:
+        assert evaluate_cli(server, samples, out, *TOOLS) == 1
+        assert evaluate_cli(server, samples, out, *TOOLS) == 1  # still missing: kept
+        assert len(list(read_records(out))) == 1
+        make_image(tmp_path / "later.png", "white", (10, 10, 30, 30), "red")
+        assert evaluate_cli(server, samples, out, *TOOLS) == 0
+    assert records_by_id(out)["t2i"]["status"] == "ok"
