@@ -68,6 +68,10 @@ def _no_conflicting_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
+#: The decoder of every reply (one instance: making a decoder builds its scanner anew).
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_conflicting_keys)
+
+
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -84,7 +88,8 @@ def _ends_inside(exc: json.JSONDecodeError, text: str) -> bool:
 
 
 def _candidates(text: str) -> list[str]:
-    """Strings that may hold the JSON value, most likely first."""
+    """Strings that may hold the JSON value, most likely first; the last is the whole reply
+    (cleaned)."""
     cleaned = text.translate(_SMART_QUOTES).strip()
     found = [m.group(1).strip() for m in _FENCE.finditer(cleaned)]
     found.append(cleaned)
@@ -101,7 +106,9 @@ class _NoValue(Exception):
         self.unfinished = unfinished
 
 
-def _decode_at(decoder: json.JSONDecoder, text: str, index: int) -> tuple[Any, int]:
+def _decode_at(
+    decoder: json.JSONDecoder, text: str, index: int, first_window: int = _FIRST_WINDOW
+) -> tuple[Any, int]:
     """The JSON value starting at ``index`` and where it ends, reading as little as it can.
 
     The value is decoded from windows of the text that double in length until the value
@@ -109,7 +116,7 @@ def _decode_at(decoder: json.JSONDecoder, text: str, index: int) -> tuple[Any, i
     text from ``index`` would cost a pass over everything before ``index`` for each error
     message, which makes scanning a reply full of brackets quadratic.)
     """
-    window, cost = _FIRST_WINDOW, 0
+    window, cost = first_window, 0
     while True:
         chunk = text[index : index + window]
         complete = index + window >= len(text)
@@ -152,7 +159,9 @@ def _scan_json(text: str, want: type | tuple[type, ...]) -> Any:
     raise ValueError("no JSON value found")
 
 
-def _scan_values(text: str, want: type | tuple[type, ...]) -> Iterator[Any]:
+def _scan_values(
+    text: str, want: type | tuple[type, ...], first_window: int = _FIRST_WINDOW
+) -> Iterator[Any]:
     """The JSON values (objects or arrays) that appear in ``text``, in order: of each
     complete top-level value, its first container of type ``want``.
 
@@ -162,14 +171,14 @@ def _scan_values(text: str, want: type | tuple[type, ...]) -> Iterator[Any]:
     when the text ends inside a value before any wanted one was found: everything after its
     opening bracket belongs to the fragment, so no bracket inside it is tried.
     """
-    decoder = json.JSONDecoder(object_pairs_hook=_no_conflicting_keys)
+    decoder = _DECODER
     budget = _BUDGET_FACTOR * len(text) + _BUDGET_FLOOR
     too_deep = 0
     opener = _OPENERS.search(text)
     while opener is not None:
         index = opener.start()
         try:
-            value, end = _decode_at(decoder, text, index)
+            value, end = _decode_at(decoder, text, index, first_window)
         except _NoValue as failure:
             if failure.unfinished:
                 raise UnfinishedJSON(_UNFINISHED, reply=text) from None
@@ -207,12 +216,15 @@ _UNFINISHED = (
 _MAX_VALUES_COMPARED = 16
 
 
-def _unambiguous(value: Any, text: str, want: type | tuple[type, ...]) -> Any:
-    """``value`` unless ``text`` holds another, different JSON value of type ``want`` (the
-    same value repeated, or a value inside the one taken, is no ambiguity)."""
-    cleaned = text.translate(_SMART_QUOTES)
+def _unambiguous(value: Any, cleaned: str, want: type | tuple[type, ...]) -> Any:
+    """``value`` unless the reply (``cleaned`` as :func:`_candidates` cleans it) holds
+    another, different JSON value of type ``want`` (the same value repeated, or a value
+    inside the one taken, is no ambiguity)."""
+    # A value found, so whole windows: each value is decoded once (the budget still bounds
+    # what failed attempts read).
+    values = _scan_values(cleaned, want, first_window=max(len(cleaned), _FIRST_WINDOW))
     try:
-        for count, other in enumerate(_scan_values(cleaned, want)):
+        for count, other in enumerate(values):
             if count >= _MAX_VALUES_COMPARED:
                 break
             if other != value:
@@ -244,15 +256,18 @@ def extract_json(text: str, want: type | None = None) -> Any:
 
 def _extract(text: str, accepted: type | tuple[type, ...], want: type | None) -> Any:
     unfinished = False
-    for candidate in _candidates(text):
+    candidates = _candidates(text)
+    cleaned = candidates[-1]  # the whole reply
+    for candidate in candidates:
         try:
-            value = json.loads(candidate, object_pairs_hook=_no_conflicting_keys)
+            value = _DECODER.decode(candidate)
             if isinstance(value, accepted):
-                return _unambiguous(value, text, accepted)
+                # the whole reply is this one value: there is no other
+                return value if candidate is cleaned else _unambiguous(value, cleaned, accepted)
         except (ValueError, RecursionError):
             pass
         try:
-            return _unambiguous(_scan_json(candidate, accepted), text, accepted)
+            return _unambiguous(_scan_json(candidate, accepted), cleaned, accepted)
         except UnfinishedJSON:
             unfinished = True
         except ValueError:
