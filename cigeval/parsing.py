@@ -106,9 +106,7 @@ class _NoValue(Exception):
         self.unfinished = unfinished
 
 
-def _decode_at(
-    decoder: json.JSONDecoder, text: str, index: int, first_window: int = _FIRST_WINDOW
-) -> tuple[Any, int]:
+def _decode_at(decoder: json.JSONDecoder, text: str, index: int) -> tuple[Any, int]:
     """The JSON value starting at ``index`` and where it ends, reading as little as it can.
 
     The value is decoded from windows of the text that double in length until the value
@@ -116,7 +114,7 @@ def _decode_at(
     text from ``index`` would cost a pass over everything before ``index`` for each error
     message, which makes scanning a reply full of brackets quadratic.)
     """
-    window, cost = first_window, 0
+    window, cost = _FIRST_WINDOW, 0
     while True:
         chunk = text[index : index + window]
         complete = index + window >= len(text)
@@ -159,9 +157,7 @@ def _scan_json(text: str, want: type | tuple[type, ...]) -> Any:
     raise ValueError("no JSON value found")
 
 
-def _scan_values(
-    text: str, want: type | tuple[type, ...], first_window: int = _FIRST_WINDOW
-) -> Iterator[Any]:
+def _scan_values(text: str, want: type | tuple[type, ...]) -> Iterator[Any]:
     """The JSON values (objects or arrays) that appear in ``text``, in order: of each
     complete top-level value, its first container of type ``want``.
 
@@ -178,7 +174,7 @@ def _scan_values(
     while opener is not None:
         index = opener.start()
         try:
-            value, end = _decode_at(decoder, text, index, first_window)
+            value, end = _decode_at(decoder, text, index)
         except _NoValue as failure:
             if failure.unfinished:
                 raise UnfinishedJSON(_UNFINISHED, reply=text) from None
@@ -220,11 +216,8 @@ def _unambiguous(value: Any, cleaned: str, want: type | tuple[type, ...]) -> Any
     """``value`` unless the reply (``cleaned`` as :func:`_candidates` cleans it) holds
     another, different JSON value of type ``want`` (the same value repeated, or a value
     inside the one taken, is no ambiguity)."""
-    # A value found, so whole windows: each value is decoded once (the budget still bounds
-    # what failed attempts read).
-    values = _scan_values(cleaned, want, first_window=max(len(cleaned), _FIRST_WINDOW))
     try:
-        for count, other in enumerate(values):
+        for count, other in enumerate(_scan_values(cleaned, want)):
             if count >= _MAX_VALUES_COMPARED:
                 break
             if other != value:

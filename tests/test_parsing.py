@@ -259,3 +259,21 @@ def test_a_rubric_reply_with_a_repeated_key_is_ambiguous() -> None:
     reply = '{"image_id": "img", "results": {"a": {"score": 2, "justification": "x", "score": 7}}}'
     with pytest.raises(ParseError, match="repeats the key 'score'"):
         parse_factor_reply(reply, spec)
+
+
+def test_the_ambiguity_check_stays_linear(monkeypatch):
+    import json
+
+    read: list[int] = []
+    original = json.JSONDecoder.raw_decode
+
+    def counting(self, s, idx=0):
+        read.append(len(s) - idx)
+        return original(self, s, idx)
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counting)
+    text = "[1] " * 50_000 + '{"score": 3, "reasoning": "after many lists"}'
+    assert parse_judgement(text)[0] == 3
+    # each list is decoded from a small window, once by the search and once by the check
+    # for a second answer; the whole reply from each bracket would be quadratic
+    assert sum(read) <= 40 * len(text)
