@@ -95,9 +95,9 @@ def refuse_results_over_inputs(
             folder = name.startswith("the folder")
             if _same_file(path, source) or (folder and _inside(source, path)):
                 raise InputError(
-                    f"--out {safe_text(written['the results file'])} would make "
-                    f"{name} ({safe_text(path)}) the {kind} {safe_text(source)}, which the "
-                    "run reads: choose another --out (nothing was written)"
+                    f"--out {safe_text(written['the results file'])}: {name} "
+                    f"({safe_text(path)}) would be the {kind} {safe_text(source)}, which the "
+                    "run reads; choose another --out (nothing was written)"
                 )
 
 

@@ -59,7 +59,7 @@ def test_out_naming_the_samples_file_is_refused_and_the_file_kept(
         assert not server.requests
     assert samples.read_bytes() == before
     err = capsys.readouterr().err
-    assert "would make the results file" in err and "samples file" in err
+    assert f"the results file ({out}) would be the samples file {samples}" in err
     assert not lock_path(samples).exists()
 
 
