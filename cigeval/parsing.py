@@ -5,6 +5,10 @@ about content (out-of-range scores, missing keys and unknown ids are errors, nev
 A value is only ever read from a complete JSON value: a reply that ends inside one (``{"score":
 "1``, as a reply cut at the token limit does) is an :class:`UnfinishedJSON` error, never the
 score 1, and nothing nested inside such a fragment is taken for an answer either.
+
+Strict about ambiguity too: a reply that gives two answers (a key repeated with another value,
+two different JSON objects, two different scores in prose) is an :class:`AmbiguousReply`,
+never one of them picked silently; like every ParseError it is asked again.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from cigeval.errors import ParseError
@@ -44,6 +49,34 @@ class UnfinishedJSON(ParseError):
     """
 
 
+class AmbiguousReply(ParseError):
+    """The reply gives two different answers: a JSON key repeated with another value, two
+    different JSON objects (or lists), or two different scores; the message says which."""
+
+
+def _no_conflicting_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object hook for the JSON decoder: a key repeated with another value is ambiguous
+    (the decoder would keep the last one silently); repeated with the same value it is not."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found and found[key] != value:
+            raise AmbiguousReply(
+                f"the reply repeats the key {key!r} with different values "
+                f"({_short(found[key])} and {_short(value)}): give each key once"
+            )
+        found[key] = value
+    return found
+
+
+#: The decoder of every reply (one instance: making a decoder builds its scanner anew).
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_conflicting_keys)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _ends_inside(exc: json.JSONDecodeError, text: str) -> bool:
     """True when decoding ``text`` failed only because the text ended inside the value."""
     if exc.msg.startswith("Unterminated string"):
@@ -55,7 +88,8 @@ def _ends_inside(exc: json.JSONDecodeError, text: str) -> bool:
 
 
 def _candidates(text: str) -> list[str]:
-    """Strings that may hold the JSON value, most likely first."""
+    """Strings that may hold the JSON value, most likely first; the last is the whole reply
+    (cleaned)."""
     cleaned = text.translate(_SMART_QUOTES).strip()
     found = [m.group(1).strip() for m in _FENCE.finditer(cleaned)]
     found.append(cleaned)
@@ -116,7 +150,16 @@ def _first_wanted(value: Any, want: type | tuple[type, ...]) -> Any:
 
 
 def _scan_json(text: str, want: type | tuple[type, ...]) -> Any:
-    """The first JSON value (object or array) that appears anywhere in ``text``.
+    """The first JSON value (object or array) that appears anywhere in ``text``
+    (:func:`_scan_values`); ValueError when there is none."""
+    for value in _scan_values(text, want):
+        return value
+    raise ValueError("no JSON value found")
+
+
+def _scan_values(text: str, want: type | tuple[type, ...]) -> Iterator[Any]:
+    """The JSON values (objects or arrays) that appear in ``text``, in order: of each
+    complete top-level value, its first container of type ``want``.
 
     Linear in the length of ``text``: a value found is searched, not decoded again from
     each bracket inside it, and failed attempts stop once they have read a few times the
@@ -124,7 +167,7 @@ def _scan_json(text: str, want: type | tuple[type, ...]) -> Any:
     when the text ends inside a value before any wanted one was found: everything after its
     opening bracket belongs to the fragment, so no bracket inside it is tried.
     """
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     budget = _BUDGET_FACTOR * len(text) + _BUDGET_FLOOR
     too_deep = 0
     opener = _OPENERS.search(text)
@@ -150,17 +193,41 @@ def _scan_json(text: str, want: type | tuple[type, ...]) -> Any:
                 index += 1
             opener = _OPENERS.search(text, index)
             continue
+        opener = _OPENERS.search(text, end)
         try:
-            return _first_wanted(value, want)
+            found = _first_wanted(value, want)
         except LookupError:
-            opener = _OPENERS.search(text, end)
-    raise ValueError("no JSON value found")
+            continue
+        yield found
 
 
 _UNFINISHED = (
     "the reply ends inside a JSON value that is never closed (it was cut off): "
     "nothing in it can be used"
 )
+
+
+#: How many JSON values of a reply are compared with the one taken (a reply holding more is
+#: degenerate; the first ones are what a reader would take for the answer).
+_MAX_VALUES_COMPARED = 16
+
+
+def _unambiguous(value: Any, cleaned: str, want: type | tuple[type, ...]) -> Any:
+    """``value`` unless the reply (``cleaned`` as :func:`_candidates` cleans it) holds
+    another, different JSON value of type ``want`` (the same value repeated, or a value
+    inside the one taken, is no ambiguity)."""
+    try:
+        for count, other in enumerate(_scan_values(cleaned, want)):
+            if count >= _MAX_VALUES_COMPARED:
+                break
+            if other != value:
+                raise AmbiguousReply(
+                    f"the reply holds two different JSON answers ({_short(value)} and "
+                    f"{_short(other)}): give exactly one"
+                )
+    except UnfinishedJSON:
+        pass  # a fragment after the answer: not a second answer
+    return value
 
 
 def extract_json(text: str, want: type | None = None) -> Any:
@@ -173,16 +240,27 @@ def extract_json(text: str, want: type | None = None) -> Any:
     accepted: type | tuple[type, ...] = want if want is not None else (dict, list)
     if not text or not text.strip():
         raise ParseError("the reply is empty", reply=text)
+    try:
+        return _extract(text, accepted, want)
+    except AmbiguousReply as exc:
+        exc.reply = exc.reply if exc.reply is not None else text
+        raise
+
+
+def _extract(text: str, accepted: type | tuple[type, ...], want: type | None) -> Any:
     unfinished = False
-    for candidate in _candidates(text):
+    candidates = _candidates(text)
+    cleaned = candidates[-1]  # the whole reply
+    for candidate in candidates:
         try:
-            value = json.loads(candidate)
+            value = _DECODER.decode(candidate)
             if isinstance(value, accepted):
-                return value
+                # the whole reply is this one value: there is no other
+                return value if candidate is cleaned else _unambiguous(value, cleaned, accepted)
         except (ValueError, RecursionError):
             pass
         try:
-            return _scan_json(candidate, accepted)
+            return _unambiguous(_scan_json(candidate, accepted), cleaned, accepted)
         except UnfinishedJSON:
             unfinished = True
         except ValueError:
@@ -254,12 +332,21 @@ def parse_judgement(text: str, low: float = 0, high: float = 10) -> tuple[float,
     """
     try:
         data = extract_json(text, dict)
-    except UnfinishedJSON:
+    except (UnfinishedJSON, AmbiguousReply):
         raise
     except ParseError:
         data = None
     if data is not None:
-        lowered = {str(k).strip().lower(): v for k, v in data.items()}
+        lowered: dict[str, Any] = {}
+        for key, value in data.items():
+            name = str(key).strip().lower()
+            if name in lowered and lowered[name] != value:
+                raise AmbiguousReply(
+                    f"the reply gives {name!r} twice with different values "
+                    f"({_short(lowered[name])} and {_short(value)}): give it once",
+                    reply=text,
+                )
+            lowered[name] = value
         if "score" not in lowered:
             raise ParseError('the JSON object has no "score" key', reply=text)
         score = parse_score(lowered["score"], low, high)
@@ -268,6 +355,8 @@ def parse_judgement(text: str, low: float = 0, high: float = 10) -> tuple[float,
     if text.count("{") > text.count("}"):
         raise UnfinishedJSON(_UNFINISHED, reply=text)
     loose = _LOOSE_SCORE.search(text)
+    if loose is not None:
+        _one_loose_score(text, low, high)
     match = loose or re.search(rf"\b({_NUMBER}\s*(?:/|out of)\s*{high:g})\b", text)
     if match is None:
         raise ParseError(
@@ -277,6 +366,23 @@ def parse_judgement(text: str, low: float = 0, high: float = 10) -> tuple[float,
     reason_match = _LOOSE_REASONING.search(text)
     reasoning = reason_match.group(1).strip().strip("\"'}") if reason_match else text.strip()
     return score, reasoning
+
+
+def _one_loose_score(text: str, low: float, high: float) -> None:
+    """AmbiguousReply when the prose of ``text`` gives two different scores (``score: 3``
+    ... ``score: 9``)."""
+    scores: dict[float, str] = {}
+    for match in _LOOSE_SCORE.finditer(text):
+        try:
+            scores.setdefault(parse_score(match.group("score"), low, high), match.group())
+        except ParseError:
+            scores.setdefault(math.nan, match.group())
+        if len(scores) > 1:
+            first, second = list(scores.values())[:2]
+            raise AmbiguousReply(
+                f"the reply gives two different scores ({first!r} and {second!r}): give one",
+                reply=text,
+            )
 
 
 def parse_yes_no(value: Any) -> bool:

@@ -96,10 +96,19 @@ class Sample(BaseModel):
 
     @field_validator("id", mode="before")
     @classmethod
-    def _id_to_str(cls, value: Any) -> Any:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-        return safe_text(value) if isinstance(value, str) else value
+    def _string_id(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            # By type, never by string form: true would otherwise be "True", 7 the same
+            # sample as "7".
+            raise ValueError(
+                f"id must be a string (in quotes), got {_json_kind(value)} {_shown(value)}"
+            )
+        if value.startswith(ERROR_ID_PREFIX):
+            raise ValueError(
+                f"id {_shown(value)} starts with {ERROR_ID_PREFIX!r}, which is kept for the "
+                "records of lines that hold no sample; choose another id"
+            )
+        return safe_text(value)
 
     @field_validator("task")
     @classmethod
@@ -156,6 +165,37 @@ class Sample(BaseModel):
         return out
 
 
+#: The ids of records about lines that hold no sample (``@line:7``) start with this, which
+#: no sample id may: an error record can never take a valid sample's id.
+ERROR_ID_PREFIX = "@line:"
+
+
+def line_error_id(line_number: int) -> str:
+    """The id of the error record of samples line ``line_number`` when it names no usable id."""
+    return f"{ERROR_ID_PREFIX}{line_number}"
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    return "a list" if isinstance(value, list) else type(value).__name__
+
+
+def _shown(value: Any) -> str:
+    """A short JSON-like rendering of a value for a message."""
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 #: The most candidates one sample may hold.
 MAX_CANDIDATES = 8
 
@@ -210,7 +250,8 @@ def _problem(error: Any) -> str:
 
 def sample_from_dict(data: dict[str, Any], base_dir: Path | None = None) -> Sample:
     """Validate a raw dict into a :class:`Sample`, with an error that names the sample."""
-    sample_id = str(data.get("id")) if isinstance(data, dict) and "id" in data else None
+    raw_id = data.get("id") if isinstance(data, dict) else None
+    sample_id = raw_id if isinstance(raw_id, str) else None
     if not isinstance(data, dict):
         raise InputError(f"expected a JSON object, got {type(data).__name__}")
     try:
@@ -232,12 +273,14 @@ class SampleLine(BaseModel):
 
     @property
     def sample_id(self) -> str:
-        """Best-known identifier: the sample id, the raw id, or ``line:N``."""
+        """Best-known identifier: the sample id, the raw id when it is a string a sample may
+        take, or ``@line:N`` (:func:`line_error_id`, a namespace no sample id can enter)."""
         if self.sample is not None:
             return self.sample.id
-        if self.raw is not None and "id" in self.raw:
-            return str(self.raw["id"])
-        return f"line:{self.line_number}"
+        raw_id = self.raw.get("id") if self.raw is not None else None
+        if isinstance(raw_id, str) and not raw_id.startswith(ERROR_ID_PREFIX):
+            return safe_text(raw_id)
+        return line_error_id(self.line_number)
 
 
 def sample_identity(item: Any) -> tuple[str, str]:

@@ -22,7 +22,7 @@ def test_validate_reports_each_bad_line_and_exits_1(tmp_path: Path, capsys):
     assert main(["validate", str(samples), "--json"]) == 1
     out, err = capsys.readouterr()
     *problems, summary = [json.loads(line) for line in out.splitlines()]
-    assert [p["id"] for p in problems] == ["nofile", "noprompt", "t2i", "line:11"]
+    assert [p["id"] for p in problems] == ["nofile", "noprompt", "t2i", "@line:11"]
     assert "gone.png" in problems[0]["error"] and "prompt" in problems[1]["error"]
     assert "repeated" in problems[2]["error"] and "JSON object" in problems[3]["error"]
     assert summary["summary"]["valid"] == 7 and summary["summary"]["invalid"] == 4
@@ -69,7 +69,7 @@ def test_each_problem_carries_its_prefixes_once(tmp_path: Path, capsys) -> None:
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("line 1: invalid JSON (")
     assert lines[1].startswith("line 2: sample 't': unknown task 'no_such_task'; choose one of")
-    assert lines[2] == "line 3: sample '[1]': id: Input should be a valid string"
+    assert lines[2] == "line 3: id must be a string (in quotes), got a list [1]"
     for line in lines[:3]:
         rest = line.split(": ", 1)[1]
         assert not rest.startswith("line "), line

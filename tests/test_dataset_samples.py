@@ -113,8 +113,8 @@ def evaluate(server: FakeOpenAIServer, out: Path, *source: str) -> int:
 
 
 def comparable(record: dict[str, Any]) -> dict[str, Any]:
-    """A record without clock readings, its image files by hash only, its trace in a stable
-    order (sub-questions run concurrently)."""
+    """A record without clock readings and without the samples file's snapshot, its image
+    files by hash only, its trace in a stable order (sub-questions run concurrently)."""
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
@@ -124,6 +124,7 @@ def comparable(record: dict[str, Any]) -> dict[str, Any]:
         return value
 
     record = strip(record)
+    record["provenance"].pop("samples_file", None)  # a dataset is no samples file
     record["image_files"] = sorted(record["image_files"])
     record["trace"] = sorted(json.dumps(e, sort_keys=True) for e in record["trace"])
     return record

@@ -124,12 +124,12 @@ def test_unreadable_samples_lines_become_their_own_error_records(
     with FakeOpenAIServer(rule_judge()) as server:
         assert evaluate_cli(server, path, out, *TOOLS) == 1
     records = one_per_id(strictly_utf8_records(out))
-    assert set(records) == {"t2i", "mie", "line:2", "line:3", "line:4", "line:5"}
+    assert set(records) == {"t2i", "mie", "@line:2", "@line:3", "@line:4", "@line:5"}
     assert records["t2i"]["status"] == "ok" and records["mie"]["status"] == "ok"
-    assert "not UTF-8 (byte 0xe9" in records["line:2"]["error"]
-    assert "digits" in records["line:3"]["error"]
-    assert "nested too deeply" in records["line:4"]["error"]
-    assert "invalid JSON" in records["line:5"]["error"]
+    assert "not UTF-8 (byte 0xe9" in records["@line:2"]["error"]
+    assert "digits" in records["@line:3"]["error"]
+    assert "nested too deeply" in records["@line:4"]["error"]
+    assert "invalid JSON" in records["@line:5"]["error"]
     assert "Traceback" not in capsys.readouterr().err
 
     assert main(["validate", str(path), "--json"]) == 1

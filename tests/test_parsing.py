@@ -219,3 +219,61 @@ def test_hostile_replies_are_a_parse_error_read_a_few_times_at_most(name, monkey
     # error message from its start: quadratic. Now the decoder is handed a few times the
     # reply's length in all. (Timings: benchmarks/parsing.py.)
     assert sum(read) <= 12 * len(text)
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        ('{"score": 3, "reasoning": "fine", "score": 9}', "repeats the key 'score'"),
+        ('{"score": 2, "reasoning": "a"} {"score": 9, "reasoning": "b"}', "two different JSON"),
+        ('```json\n{"score": 2}\n```\nor rather ```json\n{"score": 8}\n```', "two different JSON"),
+        ('{"Score": 3, "score": 4}', "gives 'score' twice"),
+        ("score: 3, then on reflection score: 9", "two different scores"),
+    ],
+)
+def test_an_ambiguous_reply_is_an_error_saying_why(reply: str, why: str) -> None:
+    from cigeval.parsing import AmbiguousReply
+
+    with pytest.raises(AmbiguousReply, match=why) as raised:
+        parse_judgement(reply)
+    assert raised.value.reply == reply
+    assert isinstance(raised.value, ParseError)  # so the session asks again
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"score": 3, "score": 3, "reasoning": "said twice, the same"}',
+        '{"score": 2} and again: {"score": 2}',
+        '```json\n{"score": 6}\n```\n{"score": 6}',
+        '{"score": 5, "reasoning": "ok"} then a cut {"score": 6',
+        '{"score": 4, "reasoning": "nested {\\"score\\": 9} in a string"}',
+    ],
+)
+def test_one_answer_given_once_or_repeated_the_same_is_not_ambiguous(reply: str) -> None:
+    assert parse_judgement(reply)[0] in {2, 3, 4, 5, 6}
+
+
+def test_a_rubric_reply_with_a_repeated_key_is_ambiguous() -> None:
+    spec = FactorReplySpec("img", "results", ("a",), justification_words=None)
+    reply = '{"image_id": "img", "results": {"a": {"score": 2, "justification": "x", "score": 7}}}'
+    with pytest.raises(ParseError, match="repeats the key 'score'"):
+        parse_factor_reply(reply, spec)
+
+
+def test_the_ambiguity_check_stays_linear(monkeypatch):
+    import json
+
+    read: list[int] = []
+    original = json.JSONDecoder.raw_decode
+
+    def counting(self, s, idx=0):
+        read.append(len(s) - idx)
+        return original(self, s, idx)
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counting)
+    text = "[1] " * 50_000 + '{"score": 3, "reasoning": "after many lists"}'
+    assert parse_judgement(text)[0] == 3
+    # each list is decoded from a small window, once by the search and once by the check
+    # for a second answer; the whole reply from each bracket would be quadratic
+    assert sum(read) <= 40 * len(text)

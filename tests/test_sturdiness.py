@@ -483,7 +483,7 @@ def test_bad_inputs_end_as_named_errors_and_odd_images_are_converted(env: Path) 
         status = cli(server, path, out, "--concurrency", "4")
         sent_images = [url for r in server.requests for url in r.image_urls()]
     assert status == 1
-    last_line = f"line:{len(lines) + 1}"
+    last_line = f"@line:{len(lines) + 1}"
     records = one_record_per_id(out, [line["id"] for line in lines] + [last_line])
     for key, problem in problems.items():
         record = records[key]

@@ -55,8 +55,11 @@ def samples_source(args: argparse.Namespace) -> Path | Any:
             raise UsageError(f"{', '.join(given)} apply to --dataset only")
         if args.samples is None:
             raise UsageError("give a samples JSONL file or --dataset NAME_OR_PATH")
-        if not args.samples.is_file():
-            raise UsageError(f"samples file not found: {args.samples}")
+        from cigeval.runs.guards import samples_file_problem
+
+        problem = samples_file_problem(args.samples)
+        if problem is not None:
+            raise UsageError(problem)
         return args.samples
     if args.samples is not None:
         raise UsageError("give a samples JSONL file or --dataset, not both")

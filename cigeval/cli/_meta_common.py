@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.errors import InputError
+from cigeval.terminal import safe_text
 
 #: The choices of the meta flags (kept here so building the parser imports no pandas).
 DIMENSIONS = ("SC", "PQ", "O")
@@ -23,7 +24,7 @@ SCORE_FORMATS = ("cigeval", "viescore", "autometrics")
 
 def say(text: str) -> None:
     """A diagnostic line on stderr, prefixed once with the command's name."""
-    print(f"cigeval meta: {text}", file=sys.stderr)
+    print(f"cigeval meta: {safe_text(text, lines=True)}", file=sys.stderr)
 
 
 def add_split_options(p: argparse.ArgumentParser) -> None:

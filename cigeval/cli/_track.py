@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from cigeval.cli._common import UsageError
 from cigeval.errors import CigevalError
+from cigeval.terminal import safe_text
 
 if TYPE_CHECKING:
     from cigeval.tracking import Tracker
@@ -61,6 +62,6 @@ def log_probe(trackers: list[Tracker], report: Any, report_path: Path) -> None:
         except Exception as exc:
             print(
                 f"cigeval probe: warning: logging the probe report to {tracker.name} failed: "
-                f"{type(exc).__name__}: {exc}",
+                f"{type(exc).__name__}: {safe_text(exc)}",
                 file=sys.stderr,
             )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cigeval.cli._common import EXIT_OK, UsageError
 from cigeval.cli._interval_flags import add_interval_flags, add_json_file_flag
+from cigeval.terminal import safe_text
 
 
 def configure_compare_parser(p: argparse.ArgumentParser) -> None:
@@ -48,7 +49,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if args.json is not None and str(args.json) == "-":
         print(text)
         return EXIT_OK
-    print(result.table())
+    print(safe_text(result.table(), lines=True))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(text + "\n", encoding="utf-8")

@@ -4,19 +4,25 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cigeval.cli._common import UsageError, make_evaluator
+from cigeval.cli._common import EXIT_SAMPLE_ERRORS, UsageError, make_evaluator
 from cigeval.cli._dataset import add_dataset_flags, samples_source
 from cigeval.cli._flags import add_config_flags, build_config
 from cigeval.cli._help import split_help
+from cigeval.cli._plugins import plugins_given
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.cli._track import add_track_flags, trackers_from_args
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, PreflightError
+from cigeval.redact import redact_credentials
 from cigeval.runs.options import RunOptions
+from cigeval.terminal import echo, safe_text
+
+if TYPE_CHECKING:
+    from cigeval.evaluation import Evaluator
 
 #: The flags ``cigeval evaluate --help`` shows; every other flag is listed by ``--help-all``
 #: in its group (cigeval/cli/_help.py), so a new flag shows up there with no change here.
@@ -113,9 +119,24 @@ def default_batch_state(out: Path) -> Path:
     return out.with_name(out.stem + ".batches.json")
 
 
+def refuse_out_over_cli_inputs(args: argparse.Namespace, evaluator: Evaluator) -> None:
+    """UsageError when ``--out`` or a file derived from it is a ``--tasks-file`` or a
+    ``--plugin`` file (the samples file is checked by the run itself)."""
+    from cigeval.runs.guards import plugin_files, refuse_results_over_inputs
+    from cigeval.runs.run import written_paths
+
+    inputs = [("tasks file", Path(p)) for p in getattr(args, "tasks_file", [])]
+    inputs += [("plugin", p) for p in plugin_files(plugins_given(args))]
+    try:
+        refuse_results_over_inputs(written_paths(evaluator, args.out), inputs)
+    except CigevalError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     """The ``evaluate`` command."""
     from cigeval.results import load_price_table
+    from cigeval.runs.guards import NoSamples
     from cigeval.runs.run import run_samples
 
     load_tasks_files(args)
@@ -129,6 +150,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "of one process; use --batch on one machine, or --engine ray with direct calls"
         )
     evaluator = make_evaluator(args, config, run_config, ensemble)
+    refuse_out_over_cli_inputs(args, evaluator)
     trackers = trackers_from_args(args)
     try:
         prices = load_price_table(args.price_table) if args.price_table else None
@@ -142,11 +164,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
             callbacks=trackers,
             quiet=args.quiet,
         )
+    except NoSamples as exc:
+        echo(f"cigeval evaluate: {safe_text(exc, lines=True)}")
+        return EXIT_SAMPLE_ERRORS
     except PreflightError as exc:
         raise UsageError(f"preflight failed: {exc}") from None
     except CigevalError as exc:  # the results file in use or unwritable, a bad engine setup
         raise UsageError(str(exc)) from None
-    print(result.render(), file=sys.stderr)
+    echo(redact_credentials(result.render()))
     written = sum(result.summary.statuses.values())
-    print(f"wrote {written} record(s) to {args.out}", file=sys.stderr)
+    echo(f"wrote {written} record(s) to {safe_text(args.out)}")
     return result.exit_status

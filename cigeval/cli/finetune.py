@@ -14,6 +14,7 @@ from typing import Any
 from cigeval.cli._common import EXIT_OK, EXIT_USAGE
 from cigeval.cli._flags import add_config_flags, build_config
 from cigeval.errors import CigevalError
+from cigeval.terminal import safe_text
 from cigeval.training.config import FinetuneConfig
 
 
@@ -100,7 +101,7 @@ def run_finetune(args: argparse.Namespace) -> int:
             args.data, args.base, args.out, config, restart=args.restart, progress=not args.quiet
         )
     except CigevalError as exc:
-        print(f"cigeval finetune: error: {exc}", file=sys.stderr)
+        print(f"cigeval finetune: error: {safe_text(exc, lines=True)}", file=sys.stderr)
         return EXIT_USAGE
     print(_summary(result), file=sys.stderr)  # what was written: a diagnostic, not data
     return EXIT_OK

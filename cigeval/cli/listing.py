@@ -6,6 +6,7 @@ import argparse
 
 from cigeval.cli._common import EXIT_OK
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
+from cigeval.terminal import safe_text
 
 
 def configure_tasks_parser(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +25,7 @@ def run_tasks(args: argparse.Namespace) -> int:
     load_tasks_files(args)
     for task_id in task_names():
         spec = get_task(task_id)
-        print(f"{task_id}: {spec.title}")
+        print(f"{safe_text(task_id)}: {safe_text(spec.title)}")
         optional = [*spec.optional_text_fields, *(f"images.{r}" for r in spec.optional_image_roles)]
         print(
             f"  needs: {', '.join(spec.text_fields) or 'no text'}; "
@@ -32,7 +33,7 @@ def run_tasks(args: argparse.Namespace) -> int:
             + (f"; optional: {', '.join(optional)}" if optional else "")
         )
         for q in spec.sub_questions:
-            print(f"  - {q.id}: {q.question} [shows {', '.join(q.image_roles)}]")
+            print(safe_text(f"  - {q.id}: {q.question} [shows {', '.join(q.image_roles)}]"))
     return EXIT_OK
 
 
@@ -46,5 +47,5 @@ def run_rubrics(args: argparse.Namespace) -> int:
     from cigeval.rubrics import get_rubric, rubric_names
 
     for name in rubric_names():
-        print(f"{name}: {get_rubric(name).description}")
+        print(safe_text(f"{name}: {get_rubric(name).description}"))
     return EXIT_OK

@@ -16,8 +16,11 @@ from collections.abc import Sequence
 from cigeval._caller import command_line
 from cigeval._version import __version__
 from cigeval.cli._commands import Command, add_commands
-from cigeval.cli._common import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from cigeval.cli._common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, UsageError
 from cigeval.cli._plugins import add_plugin_flag, load_plugins, plugins_given
+from cigeval.redact import redact_credentials
+from cigeval.engines.signals import Terminated
+from cigeval.terminal import echo
 
 #: Every sub-command, in the order ``cigeval --help`` lists them. A sub-command's code is in
 #: ``cigeval/cli/<name>.py`` unless ``module=`` says otherwise (see ``Command``).
@@ -72,8 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             load_plugins(plugins_given(args))
             return command.runner()(args)
     except UsageError as exc:
-        print(f"cigeval {command.name}: error: {exc}", file=sys.stderr)
+        echo(f"cigeval {command.name}: error: {redact_credentials(str(exc))}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("cigeval: interrupted; rerun the same command to resume", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:  # SIGTERM outside the judging, which ends a run by itself
+        print("cigeval: terminated (SIGTERM); rerun the same command to resume", file=sys.stderr)
+        return EXIT_TERMINATED

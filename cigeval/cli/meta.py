@@ -25,6 +25,7 @@ from cigeval.cli._meta_common import (
 from cigeval.cli.meta_imagenhub import add_imagenhub, run_imagenhub
 from cigeval.cli.meta_preferences import add_preferences_command, run_preferences
 from cigeval.errors import CigevalError, InputError
+from cigeval.terminal import safe_text
 
 _MISSING_SHOWN = 10
 
@@ -253,7 +254,7 @@ def _run_export(args: argparse.Namespace) -> int:
             "their samples were left out:"
         )
         for missing in shown:
-            print(f"  {missing}", file=sys.stderr)
+            print(f"  {safe_text(missing)}", file=sys.stderr)
         if len(report.missing_images) > len(shown):
             print(f"  ... and {len(report.missing_images) - len(shown)} more", file=sys.stderr)
         return EXIT_SAMPLE_ERRORS

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.cli._interval_flags import add_interval_flags, add_json_file_flag
+from cigeval.terminal import safe_text
 
 #: The layouts (kept here so building the parser imports nothing heavy).
 LAYOUT_CHOICES = ("auto", "cigeval", "generic", "genai-bench", "editreward-bench", "mmrb2")
@@ -62,7 +63,7 @@ def run_preferences(args: argparse.Namespace) -> int:
     if args.json is not None and str(args.json) == "-":
         print(text)
         return 0
-    print(report.table())
+    print(safe_text(report.table(), lines=True))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(text + "\n", encoding="utf-8")

@@ -21,6 +21,7 @@ from cigeval.cli._track import add_track_flags, log_probe, trackers_from_args
 from cigeval.cli.evaluate import default_image_dir
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.errors import CigevalError
+from cigeval.terminal import safe_text
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -116,7 +117,7 @@ def _compare_only(args: argparse.Namespace) -> int:
         raise UsageError("--track logs a probe run; --compare OLD NEW runs nothing to log")
     old, new = (_load(path) for path in args.compare)
     drift = compare_reports(old, new)
-    print(render_drift(drift))
+    print(safe_text(render_drift(drift), lines=True))
     if args.out is not None:
         args.out.write_text(drift.model_dump_json(indent=2) + "\n", encoding="utf-8")
         print(f"wrote the drift between the two reports to {args.out}", file=sys.stderr)
@@ -223,10 +224,10 @@ def _finish(args: argparse.Namespace, report: Any, drift: Any, answers: Any, wri
     status."""
     from cigeval.probes import render_drift, render_table
 
-    print(render_table(report))
+    print(safe_text(render_table(report), lines=True))
     if drift is not None:
         print()
-        print(render_drift(drift))
+        print(safe_text(render_drift(drift), lines=True))
     print(
         f"wrote the probe report ({report.total} probes) to {args.out}, {written} record(s) "
         f"to {report.records}; the probe set is in {report.probe_set}",
@@ -234,11 +235,14 @@ def _finish(args: argparse.Namespace, report: Any, drift: Any, answers: Any, wri
     )
     if report.total == 0:
         reasons = "; ".join(f"{s.id}: {s.reason}" for s in report.skipped[:3])
-        print(f"cigeval: error: no probe applies to this judge ({reasons})", file=sys.stderr)
+        print(
+            f"cigeval: error: no probe applies to this judge ({safe_text(reasons)})",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     status = EXIT_OK
     if report.errors == report.total:
-        print(answers.describe(), file=sys.stderr)
+        print(safe_text(answers.describe(), lines=True), file=sys.stderr)
         status = EXIT_SAMPLE_ERRORS
     if args.min_pass_rate is not None and (report.pass_rate or 0.0) < args.min_pass_rate:
         print(

@@ -12,6 +12,7 @@ from cigeval.cli._common import EXIT_OK, EXIT_SAMPLE_ERRORS, UsageError
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.config import EvalConfig
 from cigeval.errors import CigevalError
+from cigeval.terminal import safe_text
 
 
 def configure_validate_parser(p: argparse.ArgumentParser) -> None:
@@ -59,10 +60,12 @@ def _without_line_prefix(problem: str, line_number: int) -> str:
 def run_validate(args: argparse.Namespace) -> int:
     """The ``validate`` command: the report on stdout, the exit status by its outcome."""
     from cigeval.rubrics import get_rubric
+    from cigeval.runs.guards import samples_file_problem
     from cigeval.sample import iter_samples_file
 
-    if not args.samples.is_file():
-        raise UsageError(f"samples file not found: {args.samples}")
+    problem = samples_file_problem(args.samples)
+    if problem is not None:
+        raise UsageError(problem)
     load_tasks_files(args)
     try:
         rubric = get_rubric(args.rubric)
@@ -85,7 +88,7 @@ def run_validate(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"line": line.line_number, "id": line.sample_id, "error": problem}))
         else:
-            print(f"line {line.line_number}: {problem}")
+            print(f"line {line.line_number}: {safe_text(problem)}")
     if args.json:
         summary = {"valid": counts["valid"], "invalid": counts["invalid"], "tasks": dict(tasks)}
         print(json.dumps({"summary": summary}))

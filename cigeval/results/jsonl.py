@@ -36,7 +36,7 @@ from cigeval.results.fingerprint import (
     fingerprint_of,
     settings_of_record,
 )
-from cigeval.results.lock import ResultsLock
+from cigeval.results.lock import ResultsLock, planted_link_error
 from cigeval.results.syncing import SYNC_INTERVAL_S, SYNC_RECORDS, BatchedSync
 from cigeval.score import Score
 
@@ -71,6 +71,41 @@ def rejected_path(path: str | Path) -> Path:
     """Where a resumed run moves the unreadable lines of ``path``: ``<name>.rejected``."""
     path = Path(path)
     return path.with_name(path.name + ".rejected")
+
+
+def rewrite_path(path: str | Path) -> Path:
+    """The temporary file a resume's rewrite of ``path`` goes through: ``<name>.tmp``."""
+    path = Path(path)
+    return path.with_name(path.name + ".tmp")
+
+
+def overwritten_path(path: str | Path) -> Path:
+    """Where a writer that does not resume moves the old ``path`` until it is closed:
+    ``<name>.overwritten`` (the old results survive a run that dies before its end)."""
+    path = Path(path)
+    return path.with_name(path.name + ".overwritten")
+
+
+#: Opens a file without following a symbolic link planted at its name (none on Windows).
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_beside(path: Path, *, new: bool = False) -> IO[bytes]:
+    """Open a file a run writes next to its results, for appending (``new``: created afresh,
+    an older file of that name removed first), never through a symbolic link: a link planted
+    at that name raises OSError (ELOOP) and its target is left alone."""
+    flags = os.O_WRONLY | os.O_CREAT | _NO_FOLLOW
+    if new:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # a link is removed itself, never its target
+        flags |= os.O_EXCL
+    else:
+        flags |= os.O_APPEND
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        raise planted_link_error(path, exc) from None
+    return os.fdopen(fd, "wb")
 
 
 def read_records(
@@ -192,15 +227,22 @@ class ResultsWriter:
         self.retrying: set[str] = set()
         #: Status of each record kept from an earlier run, by id.
         self.previous_statuses: dict[str, str] = {}
+        #: The sha256 of the image files each kept record judged (``provenance.image_files``),
+        #: by id, for the records that keep them.
+        self.previous_images: dict[str, dict[str, str]] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        #: The old file moved aside by a writer that does not resume (removed at close).
+        self._aside: Path | None = None
         self._lock = ResultsLock(self.path) if lock else None
         if self._lock is not None:
             self._lock.acquire()
         try:
             if resume and self.path.exists():
                 self._resume(retry_errors)
-            elif self.path.exists():
-                self.path.unlink()
+            elif self.path.exists() or self.path.is_symlink():
+                # Moved aside, never truncated in place: removed once the run ends.
+                os.replace(self.path, overwritten_path(self.path))
+                self._aside = overwritten_path(self.path)
             # Unbuffered: each record is one write of a complete line, so a failed write
             # leaves nothing in a buffer to be flushed (and fail again) at close.
             self._handle: IO[bytes] = self.path.open("ab", buffering=0)
@@ -219,6 +261,7 @@ class ResultsWriter:
 
     def _resume(self, retry_errors: bool) -> None:
         statuses: dict[int, tuple[str, str]] = {}
+        images: dict[int, dict[str, str]] = {}
         other_settings: dict[int, dict[str, Any]] = {}  # records of another fingerprint
         expected = compute_fingerprint(self._settings) if self._settings is not None else None
         torn_at: int | None = None  # offset of a last line without its newline
@@ -237,6 +280,9 @@ class ResultsWriter:
                     self.skipped.append(SkippedLine(number, found))
                 else:
                     statuses[number] = (str(found["id"]), str(found.get("status")))
+                    kept_images = _image_files(found)
+                    if kept_images is not None:
+                        images[number] = kept_images
                     if expected is not None and fingerprint_of(found) != expected:
                         other_settings[number] = found
         drop = {line.line_number for line in self.skipped}
@@ -250,6 +296,7 @@ class ResultsWriter:
         elif drop:
             self._rewrite_without(drop, {line.line_number for line in self.skipped})
         self.previous_statuses = {i: st for n, (i, st) in statuses.items() if n not in drop}
+        self.previous_images = {statuses[n][0]: h for n, h in images.items() if n not in drop}
         self.finished = set(self.previous_statuses)
 
     def _refuse_other_settings(self, kept: dict[int, dict[str, Any]]) -> None:
@@ -272,7 +319,7 @@ class ResultsWriter:
         with self.path.open("rb+") as handle:
             handle.seek(offset)
             tail = handle.read()
-            with self.rejected_path.open("ab") as side:
+            with open_beside(self.rejected_path) as side:
                 side.write(tail + b"\n")
                 side.flush()
                 os.fsync(side.fileno())
@@ -282,16 +329,16 @@ class ResultsWriter:
 
     def _rewrite_without(self, drop: set[int], rejected: set[int]) -> None:
         """Copy the file without the lines ``drop``; lines in ``rejected`` go to the side file."""
-        temporary = self.path.with_name(self.path.name + ".tmp")
+        temporary = rewrite_path(self.path)
         side: IO[bytes] | None = None
         try:
-            with self.path.open("rb") as source, temporary.open("wb") as target:
+            with self.path.open("rb") as source, open_beside(temporary, new=True) as target:
                 for number, raw in enumerate(source, start=1):
                     if number not in drop:
                         target.write(raw)
                     elif number in rejected:
                         if side is None:
-                            side = self.rejected_path.open("ab")
+                            side = open_beside(self.rejected_path)
                         side.write(raw if raw.endswith(b"\n") else raw + b"\n")
                 target.flush()
                 os.fsync(target.fileno())
@@ -362,6 +409,9 @@ class ResultsWriter:
             except OSError as exc:
                 failure = self._sync_failed(exc)
             self._handle.close()
+            if self._aside is not None:
+                with contextlib.suppress(OSError):
+                    self._aside.unlink()
         finally:
             if self._lock is not None:
                 self._lock.release()
@@ -373,6 +423,15 @@ class ResultsWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _image_files(record: dict[str, Any]) -> dict[str, str] | None:
+    """A record's ``provenance.image_files`` (role -> sha256), when it holds a valid one."""
+    provenance = record.get("provenance")
+    files = provenance.get("image_files") if isinstance(provenance, dict) else None
+    if not isinstance(files, dict):
+        return None
+    return {str(role): str(digest) for role, digest in files.items()}
 
 
 def _unwritable_record(score: Score, exc: BaseException) -> dict[str, Any]:

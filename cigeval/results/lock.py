@@ -8,7 +8,9 @@ Two runs appending to the same file would evaluate every sample twice and write 
 twice. The lock is an operating-system file lock (``flock`` on POSIX, ``msvcrt.locking`` on
 Windows), so it is released by the system when its process ends in any way, kill -9
 included: a lock is never stale. The lock file holds the process id, host, start time and
-command of the run holding it, so a second run can say which one is running.
+command of the run holding it, so a second run can say which one is running; the command is
+written with its credentials redacted (:func:`redact_command`), the file is private to the
+user (mode 0600) and opened without following a symbolic link planted at its name.
 """
 
 from __future__ import annotations
@@ -24,6 +26,23 @@ from types import TracebackType
 from typing import Any
 
 from cigeval.errors import CigevalError
+from cigeval.redact import redact_command
+from cigeval.terminal import safe_text
+
+#: Opens the lock file without following a symbolic link planted at its name.
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def planted_link_error(path: Path, exc: OSError) -> OSError:
+    """``exc`` (from opening ``path`` without following links) said plainly when ``path`` is
+    a symbolic link: it is not followed, and its target is left alone."""
+    if not path.is_symlink():
+        return exc
+    return OSError(
+        exc.errno,
+        f"{path} is a symbolic link (planted by someone else?); cigeval does not follow it "
+        "and leaves its target alone: remove the link, then run again",
+    )
 
 
 class ResultsLocked(CigevalError):
@@ -42,7 +61,8 @@ class ResultsLocked(CigevalError):
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)) if started else ""
             who += f" (pid {holder.get('pid', '?')} on {holder.get('host', '?')}"
             who += f", started {when}" if when else ""
-            who += f": {holder['command']})" if holder.get("command") else ")"
+            command = redact_command(str(holder.get("command") or "").split(" "))
+            who += f": {safe_text(command)})" if command else ")"
         super().__init__(
             f"{who} is writing to {path}; wait for it to end, or choose another --out "
             f"(the lock is {path.name}.lock and goes away with that run)"
@@ -87,7 +107,10 @@ class ResultsLock:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NO_FOLLOW, 0o600)
+            except OSError as exc:
+                raise planted_link_error(self.path, exc) from None
             if not _try_lock(fd):
                 os.close(fd)
                 raise ResultsLocked(self.results, _read_holder(self.path))
@@ -105,8 +128,10 @@ class ResultsLock:
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "started": time.time(),
-            "command": " ".join(sys.argv)[:500],
+            "command": redact_command(sys.argv)[:500],
         }
+        if sys.platform != "win32":
+            os.fchmod(fd, 0o600)  # a lock file left by an older cigeval may be 0644
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps(holder).encode("utf-8", "replace"))
         self._fd = fd

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from cigeval.errors import ConfigError
 from cigeval.score import Score
+from cigeval.terminal import safe_text
 
 if TYPE_CHECKING:
     from cigeval.backends.batch import BatchStats
@@ -167,9 +168,8 @@ class RunSummary:
             + (f", {self.skipped} already in the results file" if self.skipped else ""),
         ]
         for task, values in sorted(self.per_task.items()):
-            lines.append(
-                f"  {task:<18} n={len(values):<5} mean score {sum(values) / len(values):.3f}"
-            )
+            mean = sum(values) / len(values)
+            lines.append(f"  {safe_text(task):<18} n={len(values):<5} mean score {mean:.3f}")
         if self.degraded_samples:
             treated = (
                 "made errors by --on-degraded error"
@@ -229,7 +229,7 @@ class RunSummary:
         rate = done / wall_s if wall_s > 0 else 0.0
         lines.append(f"time: {wall_s:.1f} s ({rate:.2f} samples/s)")
         for sample_id, message in self.errors[:max_errors]:
-            lines.append(f"  error {sample_id}: {message}")
+            lines.append(f"  error {safe_text(sample_id)}: {safe_text(message)}")
         if len(self.errors) > max_errors:
             lines.append(
                 f"  ... and {len(self.errors) - max_errors} more errors (see the results file)"

@@ -47,6 +47,19 @@ class RunOptions(BaseModel):
         "(else exit 2 naming the settings that differ; reports show them as separate runs)",
         json_schema_extra=flag("--allow-mixed-settings"),
     )
+    recheck_images: bool = Field(
+        True,
+        description="keep the records of samples already judged without checking whether "
+        "their image files changed since (by default a changed image is judged again)",
+        json_schema_extra={"flag": "--no-recheck-images", "negate": True},
+    )
+    max_text_chars: int = Field(
+        20_000,
+        ge=1,
+        description="a sample with a text field (prompt, instruction...) longer than this "
+        "is refused as that sample's error rather than sent to the judge",
+        json_schema_extra={"flag": "--max-text-chars", "metavar": "N"},
+    )
     on_degraded: Literal["warn", "error"] = Field(
         "warn",
         description="a sample with a sub-question judged without the tool the plan chose: "

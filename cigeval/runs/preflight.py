@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
+
+from cigeval.terminal import echo, safe_text
 
 
 def preflight_step(check: Callable[[], list[str]], quiet: bool, label: str = "preflight") -> None:
@@ -15,4 +16,4 @@ def preflight_step(check: Callable[[], list[str]], quiet: bool, label: str = "pr
     checks = check()
     if checks and not quiet:
         elapsed = time.perf_counter() - started
-        print(f"{label} ({elapsed:.1f} s): {'; '.join(checks)}", file=sys.stderr)
+        echo(f"{label} ({elapsed:.1f} s): {'; '.join(safe_text(c) for c in checks)}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cigeval.engines.signals import CIRCUIT_BREAKER, Stop
+from cigeval.redact import redact_credentials
 from cigeval.runs.breaker import CircuitBreaker
 
 if TYPE_CHECKING:
@@ -51,6 +52,11 @@ class Recorder:
         self.stop = stop
         self.progress = progress
         self.breaker = CircuitBreaker(options.circuit_breaker)
+        #: Entries added to each record's provenance (e.g. the samples file's snapshot).
+        self.provenance: dict[str, Any] = {}
+        #: The sha256 of each sample's image files by id (``PendingCounts.image_files``),
+        #: written to its record as ``provenance.image_files``.
+        self.image_files: dict[str, dict[str, str]] = {}
         summary.degraded_are_errors = options.on_degraded == "error"
 
     def accept(self, score: Score) -> bool:
@@ -81,5 +87,13 @@ class Recorder:
             self._write(score)
 
     def _write(self, score: Score) -> None:
+        if score.error and redact_credentials(score.error) != score.error:
+            score = score.model_copy(update={"error": redact_credentials(score.error)})
+        extra = dict(self.provenance)
+        files = self.image_files.pop(score.id, None)
+        if files:
+            extra["image_files"] = files
+        if extra:
+            score = score.model_copy(update={"provenance": {**score.provenance, **extra}})
         self.writer.write(score)
         self.summary.add(score)

@@ -19,20 +19,28 @@ from cigeval.backends.observers import observing
 from cigeval.backends.reachability import ServerWatch
 from cigeval.engines.base import Engine, engine_for
 from cigeval.engines.settings import EngineConfig
-from cigeval.engines.signals import Stop
+from cigeval.engines.signals import Stop, raise_on_sigterm
 from cigeval.errors import InputError, ResultsWriteError
 from cigeval.evaluation import Evaluator, SampleInput
 from cigeval.results.jsonl import ResultsWriter
 from cigeval.results.lock import ResultsLock
 from cigeval.results.summary import RunSummary
 from cigeval.runs.breaker import ServerWatching
+from cigeval.runs.guards import (
+    check_samples_file,
+    refuse_overwriting_non_results,
+    refuse_results_over_inputs,
+    results_paths,
+)
 from cigeval.runs.options import RunOptions
-from cigeval.runs.pending import PendingCounts, expected_total, pending_samples
+from cigeval.runs.pending import PendingCounts, PendingRules, expected_total, pending_samples
 from cigeval.runs.preflight import preflight_step
 from cigeval.runs.progress import counting_calls
 from cigeval.runs.recorder import Recorder
 from cigeval.runs.result import RunCallback, RunResult
+from cigeval.runs.snapshot import SamplesSnapshot
 from cigeval.sample import iter_samples_file
+from cigeval.terminal import echo, safe_text
 
 #: What a run reads samples from: a samples JSONL file, or any iterable of samples.
 Samples = str | os.PathLike[str] | Iterable[SampleInput]
@@ -75,24 +83,32 @@ def run_samples(
     engine = engine or EngineConfig()
     out = Path(out)
     source: Path | Iterable[SampleInput]
+    snapshot: SamplesSnapshot | None = None
     if isinstance(samples, str | os.PathLike):
         source = Path(samples)
-        if not source.is_file():
-            raise InputError(f"samples file not found: {source}")
+        check_samples_file(source)
+        refuse_results_over_inputs(written_paths(evaluator, out), [("samples file", source)])
     else:
         source = samples
+    if options.overwrite:
+        refuse_overwriting_non_results(out)
+    if isinstance(source, Path):
+        snapshot = SamplesSnapshot(source)
     lock = ResultsLock(out)
     try:
         lock.acquire()
     except OSError as exc:
         raise ResultsWriteError(f"cannot write results to {out}: {exc}") from None
-    with lock:
+    # SIGTERM outside the judging (which handles it itself) still releases the lock
+    with raise_on_sigterm(), lock:
         runner = engine_for(engine, evaluator, ray_log_file(out))
         try:
             runner.prepare(quiet)
             if evaluator.run_config.preflight:
                 preflight_step(runner.preflight, quiet, label=runner.preflight_label)
-            result = _judge(runner, evaluator, source, out, lock, options, engine, prices, quiet)
+            result = _judge(
+                runner, evaluator, source, out, lock, options, engine, prices, quiet, snapshot
+            )
         finally:
             runner.close()
     for callback in callbacks:
@@ -116,8 +132,11 @@ def _judge(
     engine: EngineConfig,
     prices: dict[str, dict[str, float]] | None,
     quiet: bool,
+    snapshot: SamplesSnapshot | None = None,
 ) -> RunResult:
-    """Open the results file, judge what is pending, and count what was written."""
+    """Open the results file, judge what is pending, and count what was written; a samples
+    file that changed meanwhile (``snapshot``) raises SamplesChanged once the samples in
+    flight are written."""
     from tqdm import tqdm
 
     summary = RunSummary(prices=prices)
@@ -132,11 +151,20 @@ def _judge(
     started = time.perf_counter()
     with writer:
         summary.previous_errors = previous_errors(writer)
-        items = iter_samples_file(source) if isinstance(source, Path) else source
-        pending = pending_samples(items, writer.finished, options.limit, counts)
+        items: Iterable[Any]
+        if isinstance(source, Path):
+            assert snapshot is not None, "a samples file is read through its snapshot"
+            items = snapshot.lines()
+        else:
+            items = source
+        rules = PendingRules(writer.previous_images, options.recheck_images, options.max_text_chars)
+        pending = pending_samples(items, writer.finished, options.limit, counts, rules)
         total = expected_total(source, writer.finished, options.limit)
         progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)
         recorder = Recorder(writer, summary, options, stop, progress)
+        recorder.image_files = counts.image_files
+        if snapshot is not None:
+            recorder.provenance["samples_file"] = snapshot.provenance()
         servers = None
         if options.circuit_breaker > 0:
             watch = ServerWatch(options.circuit_breaker_s, options.circuit_breaker)
@@ -150,6 +178,15 @@ def _judge(
         finally:
             progress.close()
         summary.skipped = counts.skipped
+        # a recorded error judged again (its image changed) is this run's outcome now
+        summary.previous_errors = previous_errors(writer, set(counts.rechecked))
+        if counts.unchecked:
+            echo(
+                f"--no-recheck-images: {counts.unchecked} sample(s) kept from {safe_text(out)} "
+                "without checking whether their images changed since they were judged"
+            )
+    if snapshot is not None and snapshot.changed is not None:
+        raise snapshot.error()
     summary.batch = runner.batch_stats()
     return RunResult(
         out=out,
@@ -200,12 +237,19 @@ def open_writer(out: Path, options: RunOptions, settings: dict[str, Any]) -> Res
     if writer.skipped:
         listed = "; ".join(str(line) for line in writer.skipped[:5])
         more = f"; and {len(writer.skipped) - 5} more" if len(writer.skipped) > 5 else ""
-        print(
-            f"warning: {len(writer.skipped)} unreadable line(s) of {out} moved to "
-            f"{writer.rejected_path} ({listed}{more}); their samples run again",
-            file=sys.stderr,
+        echo(
+            f"warning: {len(writer.skipped)} unreadable line(s) of {safe_text(out)} moved to "
+            f"{safe_text(writer.rejected_path)} ({safe_text(listed)}{more}); their samples "
+            "run again"
         )
     return writer
+
+
+def written_paths(evaluator: Evaluator, out: Path) -> dict[str, Path]:
+    """Every file or folder a run of ``evaluator`` on ``out`` writes (:func:`results_paths`)."""
+    run_config = evaluator.run_config
+    others = {"its batch state": run_config.batch_state, "its Ray log": ray_log_file(out)}
+    return results_paths(out, run_config.image_dir, others)
 
 
 def ray_log_file(out: Path) -> Path:
@@ -213,6 +257,12 @@ def ray_log_file(out: Path) -> Path:
     return out.with_name(out.stem + ".ray.log")
 
 
-def previous_errors(writer: ResultsWriter) -> int:
-    """How many records already in the results file ended in error (the summary says so)."""
-    return sum(1 for status in writer.previous_statuses.values() if status == "error")
+def previous_errors(writer: ResultsWriter, judged_again: set[str] | None = None) -> int:
+    """How many records already in the results file ended in error (the summary says so),
+    leaving out the samples ``judged_again`` by this run."""
+    again = judged_again or set()
+    return sum(
+        1
+        for sample_id, status in writer.previous_statuses.items()
+        if status == "error" and sample_id not in again
+    )

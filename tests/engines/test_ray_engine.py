@@ -82,8 +82,8 @@ def test_the_cli_on_ray_writes_the_records_of_the_local_engine(env: Path, capsys
     assert ray_requests == local_requests
     statuses = {i: r["status"] for i, r in got.items()}
     # records arrive in completion order, which the workers' timing decides
-    assert {i for i, s in statuses.items() if s == "error"} == {"empty", "unknown", "line:10"}
-    assert "zero-byte" in got["empty"]["error"] and "invalid JSON" in got["line:10"]["error"]
+    assert {i for i, s in statuses.items() if s == "error"} == {"empty", "unknown", "@line:10"}
+    assert "zero-byte" in got["empty"]["error"] and "invalid JSON" in got["@line:10"]["error"]
     assert got["tie"]["score"] == pytest.approx(0.3)
     summary = capsys.readouterr().err
     assert "10 evaluated (7 ok, 3 error)" in summary

@@ -1,0 +1,72 @@
+"""The image files of a sample, hashed: what a resumed run compares with what it judged.
+
+Each record keeps, in ``provenance.image_files``, the sha256 of every image file of its
+sample as the run found it (by role: ``output``, ``subjects[1]``, ``candidates.A``). A rerun
+hashes them again for the samples already recorded: an image replaced on disk since makes
+the sample be judged again, instead of keeping a score of an image that is gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cigeval.errors import CigevalError
+from cigeval.sample import Sample, SampleLine, sample_from_dict
+
+_CHUNK = 1 << 20
+#: What an image file that cannot be read hashes to (it differs from any sha256).
+UNREADABLE = "unreadable"
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+    except (OSError, ValueError):  # missing, a folder, a NUL in the name
+        return UNREADABLE
+    return digest.hexdigest()
+
+
+def _images(sample: Sample) -> Iterator[tuple[str, Any]]:
+    for role, value in sample.images.provided().items():
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                yield f"{role}[{index}]", item
+        else:
+            yield role, value
+    for label, value in (sample.candidates or {}).items():
+        yield f"candidates.{label}", value
+
+
+def image_file_hashes(item: Any) -> dict[str, str]:
+    """The sha256 of each image of ``item`` given as a file (by path) or as file bytes, by
+    role; images given as PIL images, and items that are no valid sample, have none."""
+    sample = item.sample if isinstance(item, SampleLine) else item
+    if isinstance(sample, dict):
+        try:
+            sample = sample_from_dict(sample)  # as the evaluator reads a dict
+        except (CigevalError, ValueError, TypeError, RecursionError):  # no valid sample
+            return {}
+    if not isinstance(sample, Sample):
+        return {}
+    hashes: dict[str, str] = {}
+    for role, value in _images(sample):
+        if isinstance(value, bytes):
+            hashes[role] = hashlib.sha256(value).hexdigest()
+        elif isinstance(value, str | Path):
+            path = Path(value)
+            if not path.is_absolute() and sample.base_dir is not None:
+                path = sample.base_dir / path
+            hashes[role] = _file_sha256(path)
+    return hashes
+
+
+def changed_roles(before: dict[str, str], now: dict[str, str]) -> list[str]:
+    """The roles whose image differs between two :func:`image_file_hashes` (added or removed
+    roles included)."""
+    return sorted(role for role in {*before, *now} if before.get(role) != now.get(role))
