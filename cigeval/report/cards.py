@@ -9,12 +9,12 @@ an image is referenced differs (``image_tag``). Every piece of text from a recor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from cigeval.report.data import conditions_of, generator_of, image_order
+from cigeval.results.record import conditions_of, degraded_count, generator_of
 
 #: ``image_tag(sha256, caption)`` -> the HTML showing one image (or saying it is missing).
 ImageTag = Callable[[str, str], str]
@@ -111,12 +111,27 @@ def _tool_cell(sub: Mapping[str, Any], image_tag: ImageTag) -> str:
     return "".join(parts)
 
 
-def degraded_count(record: Mapping[str, Any] | None) -> int:
-    """How many sub-questions of a record were judged without the tool the plan chose."""
-    if record is None:
-        return 0
-    subs = record.get("sub_scores") or []
-    return sum(1 for s in subs if isinstance(s, dict) and s.get("degraded"))
+def image_order(task: str, roles: Iterable[str]) -> list[str]:
+    """Image roles in their natural order: the task's ``image_roles`` order (references and
+    sources first), other roles after them, the output last."""
+    declared: list[str] = []
+    try:
+        from cigeval.tasks import get_task
+
+        spec = get_task(task)
+        declared = [*spec.image_roles, *spec.optional_image_roles]
+    except Exception:  # an unknown task (a user task not loaded): fall back to the names
+        declared = []
+
+    def position(role: str) -> tuple[int, int, str]:
+        if role == "output" or role.startswith("output_"):
+            return (2, 0, role)
+        for index, name in enumerate(declared):
+            if role == name or (name == "subjects" and role.startswith("subject_")):
+                return (0, index, role)
+        return (1, 0, role)
+
+    return sorted(roles, key=position)
 
 
 def _judge_block(label: str, record: Mapping[str, Any] | None, image_tag: ImageTag) -> str:

@@ -19,9 +19,10 @@ from cigeval.comparisons.bradley_terry import BradleyTerryRanking
 from cigeval.comparisons.inputs import is_preference_record
 from cigeval.comparisons.paired import ALL_TASKS
 from cigeval.comparisons.result import format_p, format_signed
-from cigeval.report.data import Run, generator_of, score_of
 from cigeval.report.plots import _svg, _text
 from cigeval.results.fingerprint import fingerprint_of
+from cigeval.results.record import generator_of
+from cigeval.results.run import Run, score_of
 
 _ACCENT, _MUTED, _GRID, _INK = "#2b6cb0", "#999", "#e3e3e3", "#222"
 #: Rows of the forest plot at most (the table lists all).

@@ -25,20 +25,8 @@ from cigeval._version import __version__
 from cigeval.comparisons.inputs import is_preference_record
 from cigeval.report import plots
 from cigeval.report.cards import CSS as CARD_CSS
-from cigeval.report.cards import degraded_count, figure, sample_card
+from cigeval.report.cards import figure, sample_card
 from cigeval.report.compare import compare_section
-from cigeval.report.data import (
-    NO_GENERATOR,
-    Run,
-    generator_of,
-    load_run,
-    record_problem,
-    run_from_scores,
-    sample_ids,
-    score_of,
-    split_by_settings,
-    unique_labels,
-)
 from cigeval.report.images import THUMBNAIL_SIDE, ImageCatalog, requested_hashes
 from cigeval.report.provenance import provenance_summary
 from cigeval.report.stats import (
@@ -49,6 +37,18 @@ from cigeval.report.stats import (
     judge_agreement,
     leaderboard,
 )
+from cigeval.results.record import NO_GENERATOR, degraded_count, generator_of
+from cigeval.results.run import (
+    Run,
+    load_run,
+    record_problem,
+    run_from_scores,
+    sample_ids,
+    score_of,
+    split_by_settings,
+    unique_labels,
+)
+from cigeval.score import Score
 
 #: Cards shown per page of the report.
 PAGE_SIZE = 200
@@ -420,8 +420,6 @@ def build_report(
     ``seed``: the same inputs give the same page numbers). ``baseline``: the generator the
     Compare section pairs the others with (default: the first generator in the records).
     """
-    from cigeval.score import Score
-
     items = list(sources)
     if items and all(isinstance(i, Score | dict) for i in items):
         runs = [run_from_scores(items)]

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cigeval.comparisons.inputs import is_preference_record
-from cigeval.report.data import NO_GENERATOR, Run, generator_of, score_of
+from cigeval.results.record import NO_GENERATOR, generator_of
+from cigeval.results.run import Run, score_of
 
 #: Resamples are drawn in blocks of this many, so a large group never needs a huge matrix.
 _BLOCK = 256
@@ -86,7 +87,7 @@ class Leaderboard:
     ``overall[g]`` is the cell of generator g over every task; ``by_task[g][t]`` the cell of
     generator g on task t; ``ranking`` the generators, best mean first (generators without
     any ok sample last). Records that name no generator are no competitor: they have their
-    own row (``unranked``, :data:`~cigeval.report.data.NO_GENERATOR`), never ranked.
+    own row (``unranked``, :data:`~cigeval.results.record.NO_GENERATOR`), never ranked.
     """
 
     run: str

@@ -138,8 +138,8 @@ def test_the_compare_section_renders_in_chromium(tmp_path):
 def test_preference_records_stay_out_of_the_leaderboard() -> None:
     """A pairwise record's score is the share of presentation orders that agree, not a
     quality score: it belongs to the Compare section, never to a generator's mean."""
-    from cigeval.report.data import Run
     from cigeval.report.stats import leaderboard
+    from cigeval.results.run import Run
 
     common = {"task": "text_guided_ig", "status": "ok"}
     scored = {**common, "id": "s1", "rubric": "cigeval", "score": 0.8, "model": "GenA"}

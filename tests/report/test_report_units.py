@@ -10,7 +10,7 @@ from PIL import Image
 
 import cigeval
 from cigeval.report import bootstrap_mean_interval, build_report, report_html
-from cigeval.report.data import image_order
+from cigeval.report.cards import image_order
 from cigeval.report.stats import human_agreement, judge_agreement, leaderboard
 from cigeval.score import Score, SubScore
 
