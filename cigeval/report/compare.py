@@ -46,7 +46,7 @@ def compare_section(
 ) -> str:
     """The Compare section's HTML ("" when there is nothing to compare)."""
     parts = [_preferences_html(runs, n_boot, level, seed)]
-    scored = [_without_preferences(run) for run in runs]
+    scored = [_comparable(run) for run in runs]
     scored = [run for run in scored if run.records]
     chosen = baseline or default_baseline(scored)
     if chosen is not None:
@@ -58,7 +58,13 @@ def compare_section(
                 "</span></div>"
             )
         else:
-            parts.append(_comparison_html(result, picked=baseline is None))
+            unnamed = sum(
+                1
+                for run in runs
+                for r in run.records
+                if r.get("model") in (None, "") and not is_preference_record(r)
+            )
+            parts.append(_comparison_html(result, picked=baseline is None, unnamed=unnamed))
     body = "".join(p for p in parts if p)
     if not body:
         return ""
@@ -68,13 +74,16 @@ def compare_section(
 # -- paired comparisons --------------------------------------------------------------------
 
 
-def _without_preferences(run: Run) -> Run:
-    """The run without its preference records (they are scored in their own part)."""
-    kept = [r for r in run.records if not is_preference_record(r)]
+def _comparable(run: Run) -> Run:
+    """The run's records that name a generator and are no preference (preferences are scored
+    in their own part; a record without ``model`` is no competitor to pair)."""
+    kept = [
+        r for r in run.records if not is_preference_record(r) and r.get("model") not in (None, "")
+    ]
     return run if len(kept) == len(run.records) else dataclasses.replace(run, records=kept)
 
 
-def _comparison_html(result: CompareResult, picked: bool) -> str:
+def _comparison_html(result: CompareResult, picked: bool, unnamed: int = 0) -> str:
     how = " (the first generator in the files; choose another with --baseline)" if picked else ""
     parts = [
         f'<div class="cg-note">baseline <b>{escape(result.baseline)}</b>{escape(how)}: the '
@@ -97,8 +106,12 @@ def _comparison_html(result: CompareResult, picked: bool) -> str:
         for view in group.judges:
             if len(group.judges) > 1:
                 parts.append(f"<h3>judge view: {escape(view.judge)}</h3>")
-            parts.append(_differences_table(view.differences, result.level))
-            parts.append(forest_svg(view.differences, result.level, view.judge))
+            paired = [d for d in view.differences if d.n > 0]
+            if not paired:
+                parts.append('<div class="cg-note">no condition answered by both</div>')
+                continue
+            parts.append(_differences_table(paired, result.level))
+            parts.append(forest_svg(paired, result.level, view.judge))
             if view.ranking is not None:
                 parts.append(_ranking_table(view.ranking, result.level))
         parts.append("</div>")
@@ -106,6 +119,11 @@ def _comparison_html(result: CompareResult, picked: bool) -> str:
         f"{escape(s.source)}: {s.count} record(s) of {escape(s.generator)}: {escape(s.reason)}"
         for s in result.set_aside
     ] + [escape(note) for note in result.notes]
+    if unnamed:
+        extra.append(
+            f"{unnamed} record(s) name no generator (no model field): they are in the "
+            "leaderboard and the score distributions, never paired"
+        )
     if extra:
         items = "".join(f"<li>{line}</li>" for line in extra)
         parts.append(

@@ -13,7 +13,6 @@ import base64
 import datetime
 import hashlib
 import json
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -48,6 +47,7 @@ from cigeval.results.run import (
     split_by_settings,
     unique_labels,
 )
+from cigeval.rubrics.registry import record_score_range
 from cigeval.score import Score
 
 #: Cards shown per page of the report.
@@ -188,8 +188,11 @@ class Report:
             parts.append(f'<div class="cg-box"><h3>{escape(board.run)}</h3>')
             parts.append(_leaderboard_table(board, self.level))
             parts.append(plots.leaderboard_svg(board, self.level))
-            parts.append("<h3>Score distributions</h3>")
-            parts.append(plots.distributions_svg(board, _scores_by_group(run)))
+            distributions = plots.distributions_svg(
+                board.run, board.tasks, _distributions(run, board)
+            )
+            if distributions:
+                parts.append(f"<h3>Score distributions</h3>{distributions}")
             if humans:
                 parts.append("<h3>Agreement with the human ratings in the records</h3>")
                 parts.append(_human_table(humans, self.level))
@@ -384,13 +387,20 @@ def _agreement_table(agreements: list[JudgeAgreement]) -> str:
     )
 
 
-def _scores_by_group(run: Run) -> dict[tuple[str, str], list[float]]:
-    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+def _distributions(run: Run, board: Leaderboard) -> dict[str, plots.Distribution]:
+    """The ok scores of ``run`` per generator (records without one included) and task, in
+    leaderboard order, with the score range of their rubric. A run holds one rubric's
+    records: records of other settings are split into runs of their own."""
+    rows: dict[str, plots.Distribution] = {
+        name: ({}, (0.0, 1.0)) for name in [*board.ranking, *board.unranked]
+    }
     for record in run.records:
         value = None if is_preference_record(record) else score_of(record)
         if value is not None:
-            groups[(generator_of(record), str(record.get("task", "?")))].append(value)
-    return groups
+            by_task, _ = rows[generator_of(record)]
+            rows[generator_of(record)] = (by_task, record_score_range(record))
+            by_task.setdefault(str(record.get("task", "?")), []).append(value)
+    return {name: row for name, row in rows.items() if row[0]}
 
 
 def _thinned(humans: list[HumanAgreement]) -> list[HumanAgreement]:

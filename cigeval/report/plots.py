@@ -35,9 +35,13 @@ def _short(text: str, limit: int = 28) -> str:
 
 
 def leaderboard_svg(board: Leaderboard, level: float) -> str:
-    """Each generator's mean score over all tasks with its interval, best first."""
+    """Each generator's mean score over all tasks with its interval, best first; records that
+    name no generator after them, unranked. "" when no row has a record."""
+    rows = [*board.ranking, *board.unranked]
+    if not rows:
+        return ""
     left, right, row = 190.0, 460.0, 22.0
-    height = 40 + row * max(1, len(board.ranking))
+    height = 40 + row * len(rows)
     body = []
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = left + tick * (right - left)
@@ -45,10 +49,12 @@ def leaderboard_svg(board: Leaderboard, level: float) -> str:
             f'<line x1="{x:.1f}" y1="18" x2="{x:.1f}" y2="{height - 14:.1f}" stroke="{_GRID}"/>'
         )
         body.append(_text(x, height - 2, f"{tick:g}", "middle", 10, fill=_MUTED))
-    for index, generator in enumerate(board.ranking):
+    for index, generator in enumerate(rows):
         y = 30 + index * row
         c = board.overall[generator]
-        body.append(_text(left - 8, y + 4, f"{board.rank(generator)}. {_short(generator)}", "end"))
+        rank = board.rank(generator)
+        label = _short(generator) if rank is None else f"{rank}. {_short(generator)}"
+        body.append(_text(left - 8, y + 4, label, "end"))
         if c.mean is None:
             body.append(_text(left + 4, y + 4, f"no score ({c.errors} errors)", fill=_MUTED))
             continue
@@ -65,25 +71,36 @@ def leaderboard_svg(board: Leaderboard, level: float) -> str:
     return _svg(right + 90, height, body, title)
 
 
+#: Scores of one plot row (a generator, with its rubric when a run has several) per task,
+#: and the range its rubric gives them.
+Distribution = tuple[dict[str, list[float]], tuple[float, float]]
+
+
 def distributions_svg(
-    board: Leaderboard, scores: dict[tuple[str, str], list[float]], bins: int = 10
+    run: str, tasks: list[str], rows: dict[str, Distribution], bins: int = 10
 ) -> str:
-    """Histograms of the scores, one small plot per generator (rows) and task (columns)."""
+    """Histograms of the scores, one small plot per row (generator, and rubric when a run
+    has several) and task (columns), binned over the row's score range. "" without rows."""
+    if not rows:
+        return ""
     cell_w, cell_h, label_w, head = 120.0, 54.0, 150.0, 30.0
-    tasks = board.tasks
     width = label_w + cell_w * max(1, len(tasks)) + 10
-    height = head + cell_h * max(1, len(board.ranking)) + 16
+    height = head + cell_h * len(rows) + 16
     body = []
     for column, task in enumerate(tasks):
         x = label_w + column * cell_w + cell_w / 2
         body.append(_text(x, 14, _short(task, 20), "middle", 10))
-    body.append(_text(label_w, height - 3, "0", "start", 9, fill=_MUTED))
-    body.append(_text(width - 14, height - 3, "1", "end", 9, fill=_MUTED))
-    for row, generator in enumerate(board.ranking):
+    ranges = {score_range for _, score_range in rows.values()}
+    if len(ranges) == 1:
+        low, high = next(iter(ranges))
+        body.append(_text(label_w, height - 3, f"{low:g}", "start", 9, fill=_MUTED))
+        body.append(_text(width - 14, height - 3, f"{high:g}", "end", 9, fill=_MUTED))
+    for row, (name, (by_task, (low, high))) in enumerate(rows.items()):
         y0 = head + row * cell_h
-        body.append(_text(label_w - 8, y0 + cell_h / 2 + 4, _short(generator, 22), "end", 10))
+        label = _short(name, 22) if len(ranges) == 1 else f"{_short(name, 16)} [{low:g}–{high:g}]"
+        body.append(_text(label_w - 8, y0 + cell_h / 2 + 4, label, "end", 10))
         for column, task in enumerate(tasks):
-            values = scores.get((generator, task), [])
+            values = by_task.get(task, [])
             x0 = label_w + column * cell_w + 4
             w, h = cell_w - 8, cell_h - 10
             body.append(
@@ -94,20 +111,22 @@ def distributions_svg(
                 body.append(_text(x0 + w / 2, y0 + h / 2 + 4, "–", "middle", 10, fill=_MUTED))
                 continue
             counts = [0] * bins
+            span = (high - low) or 1.0
             for v in values:
-                counts[min(bins - 1, max(0, int(v * bins)))] += 1
+                counts[min(bins - 1, max(0, int((v - low) / span * bins)))] += 1
             top = max(counts)
             bar = w / bins
             for index, count in enumerate(counts):
                 if count:
                     bh = (h - 2) * count / top
+                    edges = (low + span * index / bins, low + span * (index + 1) / bins)
                     body.append(
-                        f'<rect x="{x0 + index * bar + 0.5:.1f}" y="{y0 + h - bh:.1f}" '
-                        f'width="{bar - 1:.1f}" height="{bh:.1f}" fill="{_ACCENT}">'
-                        f"<title>{index / bins:g}–{(index + 1) / bins:g}: {count}</title></rect>"
+                        f'<rect class="cg-bar" x="{x0 + index * bar + 0.5:.1f}" '
+                        f'y="{y0 + h - bh:.1f}" width="{bar - 1:.1f}" height="{bh:.1f}" '
+                        f'fill="{_ACCENT}"><title>{edges[0]:g}–{edges[1]:g}: {count}</title></rect>'
                     )
             body.append(_text(x0 + w - 2, y0 + 10, f"n={len(values)}", "end", 9, fill=_MUTED))
-    title = f"{board.run}: distribution of scores per generator and task"
+    title = f"{run}: distribution of scores per generator and task"
     return _svg(width, height, body, title)
 
 

@@ -260,3 +260,49 @@ def test_thumbnails_from_worker_processes_equal_the_threads_ones(tmp_path, monke
         ("f" * 64, "cannot be read"),
     ]
     assert [str(m) for m in processes.missing] == [str(m) for m in threads.missing]
+
+
+def _bars(svg: str) -> int:
+    return svg.count('class="cg-bar"')
+
+
+def test_records_without_a_model_get_distributions_and_no_empty_axis():
+    # issue 32: unranked records drew an empty leaderboard axis and distributions without bars
+    tasks = ["text_guided_ig"] * 5 + ["text_guided_ie"] * 4
+    records = [record(f"s{i}", None, i / 10, task=task) for i, task in enumerate(tasks)]
+    records.append(record("f1", None, 3.0, rubric="five", score_range=[1, 5]))
+    html = build_report(records, n_boot=20).fragment()
+    # one box per rubric (records of other settings are never pooled), each with its plots
+    boxes = html.split("<h3>Score distributions</h3>")[1:]
+    assert len(boxes) == 2
+    plots = [box.split("</svg>")[0] for box in boxes]
+    assert _bars(plots[0]) == 9 and "n=5" in plots[0] and "n=4" in plots[0]
+    assert _bars(plots[1]) == 1 and "(no model)" in plots[1] and ">5</text>" in plots[1]
+    svgs = [part.split("</svg>")[0] for part in html.split("<svg")[1:]]
+    boards = [svg for svg in svgs if "mean score per generator" in svg]
+    assert len(boards) == 2 and all("<circle" in b and "(no model)" in b for b in boards)
+    assert "Compare" not in html  # no generator, so nothing to pair
+
+
+def test_distributions_bin_over_the_rubrics_range():
+    records = [record(f"s{i}", "A", v, rubric="five", score_range=[1, 5])
+               for i, v in enumerate([1.0, 1.2, 5.0])]  # fmt: skip
+    html = build_report(records, n_boot=20).fragment()
+    plot = html.split("Score distributions</h3>")[1].split("</svg>")[0]
+    assert _bars(plot) == 2 and "<title>1–1.4: 2</title>" in plot and "4.6–5: 1" in plot
+    assert ">1</text>" in plot and ">5</text>" in plot  # the axis of the rubric's range
+
+
+def test_the_compare_section_pairs_only_records_that_name_a_generator():
+    # issue 32: "(no model)" rows of "no condition answered by both" around the one real row
+    records = []
+    for i in range(6):
+        for model in ("GenA", "GenB", None):
+            records.append(record(f"{model}-{i}", model, 0.1 * i + (0.1 if model == "GenB" else 0),
+                                  conditions={"prompt": f"p{i}"}))  # fmt: skip
+    records.append(record("lonely", "GenC", 0.5, conditions={"prompt": "nobody else"}))
+    compare = build_report(records, n_boot=20).compare_html
+    table = compare.split("cg-compare-table")[1].split("</table>")[0]
+    assert "GenB" in table and "(no model)" not in table and "GenC" not in table
+    assert "no condition answered by both" not in table
+    assert "6 record(s) name no generator (no model field)" in compare
