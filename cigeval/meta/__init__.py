@@ -41,20 +41,21 @@ if TYPE_CHECKING:
     )
     from cigeval.meta.selection import Selection, selection_of
     from cigeval.meta.split import Split, load_split, make_split, samples_of_records, save_split
-    from cigeval.meta.stats import METHODS, bootstrap_ci, correlation
     from cigeval.meta.trajectories import ExportReport, MissingImage, export_trajectories
+    from cigeval.stats import METHODS, bootstrap_ci, correlation
 
 #: Public names, each loaded from its module on first access (so importing one module of
-#: the package, e.g. :mod:`cigeval.meta.stats`, loads no other).
+#: the package, e.g. :mod:`cigeval.meta.human`, loads no other; a dotted path is a module
+#: outside the package).
 _LAZY = {
     "average_correlations": "average",
     "average_tasks": "average",
     "AVERAGINGS": "average",
     "BadCell": "cells",
     "benchmark_samples": "human",
-    "bootstrap_ci": "stats",
+    "bootstrap_ci": "cigeval.stats",
     "combine_scores": "combine",
-    "correlation": "stats",
+    "correlation": "cigeval.stats",
     "coverage_table": "evaluate",
     "DIMENSIONS": "human",
     "EXCLUDED_BY_DEFAULT": "human",
@@ -71,7 +72,7 @@ _LAZY = {
     "make_split": "split",
     "meta_evaluate": "evaluate",
     "MetaResult": "result",
-    "METHODS": "stats",
+    "METHODS": "cigeval.stats",
     "MissingImage": "trajectories",
     "paper_rounding": "average",
     "records_to_frame": "scores",
@@ -133,4 +134,5 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'cigeval.meta' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(f"cigeval.meta.{module}"), name)
+    path = module if "." in module else f"cigeval.meta.{module}"
+    return getattr(importlib.import_module(path), name)
