@@ -24,7 +24,7 @@ from cigeval._version import __version__
 from cigeval.comparisons.inputs import is_preference_record
 from cigeval.report import plots
 from cigeval.report.cards import CSS as CARD_CSS
-from cigeval.report.cards import figure, sample_card
+from cigeval.report.cards import Figure, ImageTag, sample_card
 from cigeval.report.compare import compare_section
 from cigeval.report.images import THUMBNAIL_SIDE, ImageCatalog, requested_hashes
 from cigeval.report.provenance import provenance_summary
@@ -94,20 +94,17 @@ class Report:
     compare_html: str = ""
 
     # -- cards -------------------------------------------------------------------------
-    def _image_tag(self, inline: bool) -> Any:
+    def _image_tag(self, inline: bool) -> ImageTag:
         thumbnails = self.catalog.thumbnails
         missing = {m.sha256: m.reason for m in self.catalog.missing}
 
-        def tag(sha: str, caption: str) -> str:
+        def tag(sha: str, caption: str) -> Figure:
             if sha not in thumbnails:
                 reason = missing.get(sha, "image not available")
-                return figure(None, caption, _short_reason(reason))
+                return Figure(caption, reason=_short_reason(reason))
             if inline:
-                return figure(thumbnails[sha], caption)
-            return (
-                f'<figure class="cg-fig"><img data-img="{escape(sha)}" alt="{escape(caption)}">'
-                f"{escape(caption)}</figure>"
-            )
+                return Figure(caption, src=thumbnails[sha])
+            return Figure(caption, key=sha)
 
         return tag
 
