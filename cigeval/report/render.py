@@ -25,9 +25,10 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def template(name: str) -> jinja2.Template:
-    """The compiled template ``assets/<name>`` (compiled once per process)."""
-    return _environment().get_template(name)
+def template(name: str, **functions: Any) -> jinja2.Template:
+    """The compiled template ``assets/<name>`` (compiled once per process); ``functions``
+    become names its macros can call (formatters of numbers)."""
+    return _environment().get_template(name, globals=functions or None)
 
 
 def render(name: str, **values: Any) -> Markup:
@@ -35,6 +36,6 @@ def render(name: str, **values: Any) -> Markup:
     return Markup(template(name).render(**values))
 
 
-def macro(name: str, macro_name: str) -> Any:
+def macro(name: str, macro_name: str, **functions: Any) -> Any:
     """A macro of ``assets/<name>``, callable from Python (its output is safe HTML)."""
-    return getattr(template(name).module, macro_name)
+    return getattr(template(name, **functions).module, macro_name)

@@ -81,7 +81,7 @@ def test_the_compare_section_pairs_generators_and_scores_preferences(tmp_path):
     chosen = build_report([scored], n_boot=50, baseline="GenB").compare_html
     assert "baseline <b>GenB</b>" in chosen
     unknown = build_report([scored], n_boot=50, baseline="nobody").compare_html
-    assert "no comparison" in unknown and "baseline &#x27;nobody&#x27;" in unknown
+    assert "no comparison" in unknown and "baseline &#39;nobody&#39;" in unknown
     assert build_report(scored_records()[:1], n_boot=10).compare_html == ""  # one generator
     assert 'id="cg-compare"' in report.fragment(max_cards=1)
 

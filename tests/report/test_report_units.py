@@ -103,7 +103,7 @@ def test_missing_images_and_unreadable_lines_are_listed_not_fatal(tmp_path):
     assert reasons[("gone", "output")].startswith("file not found")
     assert reasons[("gone", "source")] == "the record names no file for it"
     assert "line 4: not a results record" in page and "line 2: not" in page
-    assert "sample &#x27;gone&#x27;, image output" in page
+    assert "sample &#39;gone&#39;, image output" in page
     data = json.loads(page.split('id="cg-data">')[1].split("</script>")[0])
     gone_card = next(c["html"] for c in data["samples"] if c["id"] == "gone")
     assert gone_card.count('class="cg-missing"') == 2 and "data-img" not in gone_card
@@ -121,7 +121,7 @@ def test_an_ok_record_without_a_number_is_listed_and_counted_as_an_error(tmp_pat
     assert "sample 'nan'" in report.problems[1]
     overall = report.leaderboards[0].overall["A"]
     assert (overall.n, overall.errors, overall.mean) == (1, 2, 0.5)
-    assert "sample &#x27;words&#x27; says ok" in report.to_html()
+    assert "sample &#39;words&#39; says ok" in report.to_html()
 
 
 def test_cards_escape_model_text_everywhere():
