@@ -136,8 +136,7 @@ class Report:
                     "task": str(first.get("task", "?")),
                     "generator": generator_of(first),
                     "scores": scores,
-                    "errors": sum(1 for r in present if score_of(r) is None)
-                    + sum(1 for _, r in judged if r is None),
+                    "errors": len(scores) - len(finite),
                     "spread": (max(finite) - min(finite)) if len(finite) > 1 else None,
                     "degraded": sum(degraded_count(r) for r in present),
                     "search": search,

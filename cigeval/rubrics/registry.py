@@ -69,10 +69,7 @@ def record_score_range(record: Mapping[str, Any]) -> tuple[float, float]:
         and all(isinstance(v, int | float) and not isinstance(v, bool) for v in declared)
     ):
         return float(declared[0]), float(declared[1])
-    name = str(record.get("rubric") or "cigeval")
-    if name not in RUBRICS:
-        return DEFAULT_SCORE_RANGE
     try:
-        return score_range_of(RUBRICS.get(name))
-    except Exception:  # a rubric that cannot be loaded in this process: the default range
+        return score_range_of(RUBRICS.get(str(record.get("rubric") or "cigeval")))
+    except Exception:  # not registered here, or cannot be loaded here: the default range
         return DEFAULT_SCORE_RANGE
