@@ -14,7 +14,7 @@ naming the file, the line and the field, or with ``lenient`` a missing value.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,6 @@ from cigeval.meta.cells import BadCell, check_number
 from cigeval.meta.frames import MissingPolicy, evaluator_frame, record_uid, task_id
 from cigeval.meta.human import DIMENSIONS, KEY
 from cigeval.rubrics.registry import record_score_range
-
-
-def _score_range(record: Mapping[str, Any]) -> tuple[float, float]:
-    return record_score_range(record)
 
 
 class _Reader:
@@ -116,7 +112,7 @@ def _add_row(
     rows: dict[str, list[Any]], record: dict[str, Any], fingerprint: str, reader: _Reader
 ) -> None:
     line = record["_line"]
-    low, high = _score_range(record)
+    low, high = record_score_range(record)
     failed = record["status"] != "ok"
     dims = record.get("dimensions") or {}
     if not isinstance(dims, dict):
