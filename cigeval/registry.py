@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Generic, TypeVar
 
 from cigeval.errors import ConfigError
@@ -32,7 +33,12 @@ Lazy = str | Callable[[], object]
 
 def normalize_name(name: str) -> str:
     """The lookup key of a name: lower case without spaces, hyphens or underscores."""
-    return re.sub(r"[\s_\-]+", "", str(name)).lower()
+    return _normalized(str(name))
+
+
+@lru_cache(maxsize=1024)  # reports look a rubric up for every record
+def _normalized(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", name).lower()
 
 
 def load_object(path: str) -> object:

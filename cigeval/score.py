@@ -279,9 +279,28 @@ class Score(BaseModel):
         """This score as an HTML card (the report's): condition text, input images (output
         last), the judge, each sub-question with its tool and images, the reasoning. Model
         text is escaped; images are inline, so the HTML stands alone."""
-        from cigeval.results.html import score_to_html
+        from cigeval.results.html import record_to_html
 
-        return score_to_html(self)
+        record = self.to_record(include_trace=False)
+        images = self.images_by_hash()
+        # images held in memory without a hash (a Score built by hand) are still shown
+        unhashed = {role: f"role:{role}" for role in self.images if role not in self.input_images}
+        images.update({key: self.images[role] for role, key in unhashed.items()})
+        if unhashed:
+            record["input_images"] = {**record.get("input_images", {}), **unhashed}
+        return record_to_html(record, images, self.judge or "judge")
+
+    def images_by_hash(self) -> dict[str, Image.Image]:
+        """The input and tool images held in memory, by the sha256 the record names them by."""
+        images = {
+            sha: self.images[role] for role, sha in self.input_images.items() if role in self.images
+        }
+        for sub in self.sub_scores:
+            for role, image in sub.tool_images.items():
+                sha = sub.tool_image_ids.get(role)
+                if sha is not None:
+                    images[sha] = image
+        return images
 
     def _repr_html_(self) -> str:
         return self.to_html()

@@ -1,7 +1,8 @@
-"""The layers of the judge and the run (docs/architecture.md), read from the source.
+"""The layers of cigeval (docs/architecture.md), read from the source: no import circle
+anywhere, and the judge, the run and the report each import only what lies below them.
 
 Every import of a cigeval module counts: at the top of a file, deferred into a function,
-under ``TYPE_CHECKING``, and a module named in a string (what ``importlib`` loads lazily).
+under ``TYPE_CHECKING``, and a module a package names for a lazy export.
 """
 
 from __future__ import annotations
@@ -50,10 +51,20 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
             named.extend(
                 f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names
             )
-        elif isinstance(node, ast.Constant) and str(node.value) in modules:
-            named.append(str(node.value))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named.extend(_lazy_target(node.value, package, path))
     found = {_owner(name, modules) for name in named if name.startswith("cigeval")}
     return {name for name in found if name is not None and name != module}
+
+
+def _lazy_target(text: str, package: str, path: Path) -> list[str]:
+    """The module a package's lazy export names (``"cigeval.stats"``, ``".average"``); other
+    strings (a logger's or an entry-point group's name) import nothing. A registry's
+    ``"module:attribute"`` entries are its plugins, looked up by name, not imports: a
+    built-in tool or backend imports the registry it is listed in, as a plugin would."""
+    if path.name != "__init__.py":
+        return []
+    return [package + text if text.startswith(".") else text]
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -135,3 +146,24 @@ def test_the_run_reaches_the_engines_through_their_protocol_only() -> None:
     # the protocol, the engine settings and how a run stops; never an engine's own module
     allowed = {"cigeval.engines.base", "cigeval.engines.settings", "cigeval.engines.signals"}
     assert reached <= allowed
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def test_no_import_circle_anywhere_in_cigeval() -> None:
+    graph = import_graph()
+    assert len(graph) >= 200
+    assert circles(graph) == []
+
+
+def test_the_card_renderer_knows_records_not_scores() -> None:
+    # the Jupyter card renders a record: nothing it reaches imports Score
+    assert "cigeval.score" not in _reachable(import_graph(), "cigeval.results.html")

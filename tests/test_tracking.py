@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from cigeval.cli import main
-from cigeval.report.stats import bootstrap_mean_interval
 from cigeval.results.jsonl import read_records
+from cigeval.stats import bootstrap_mean_interval
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.probe_judges import probe_judge

@@ -158,7 +158,7 @@ def bradley_terry(
     """
     import numpy as np
 
-    from cigeval.meta.stats import percentile_interval
+    from cigeval.stats import percentile_interval
 
     result = BradleyTerryRanking(judge, baseline, len(table))
     if len(generators) < 3:

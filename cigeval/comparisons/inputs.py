@@ -1,6 +1,6 @@
 """What a comparison reads: scored records, the condition each answers, and who judged it.
 
-Records come from results files, :class:`~cigeval.report.data.Run` objects, Scores or plain
+Records come from results files, :class:`~cigeval.results.run.Run` objects, Scores or plain
 dicts. Each source keeps one record per sample id (the last one written, the rule of
 :func:`cigeval.results.last_record_per_id`). A record answers a *condition*: the same
 ``metadata.uid`` / ``metadata.condition_id`` when the sample carries one, else the same task,
@@ -157,7 +157,7 @@ def judge_scores(record: Mapping[str, Any]) -> dict[str, float]:
 
 def _records_of(item: Any) -> tuple[str, list[dict[str, Any]], list[SkippedLine]]:
     """(source name, records, unreadable lines) of one source."""
-    from cigeval.report.data import Run
+    from cigeval.results.run import Run
 
     if isinstance(item, str | Path):
         path = Path(item)
@@ -183,7 +183,7 @@ def _as_record(item: Any) -> dict[str, Any]:
 def sources_of(items: Any) -> list[tuple[str, list[dict[str, Any]], list[SkippedLine]]]:
     """The sources in ``items``: one results file path, a list of paths or Runs (one source
     each), or a list of Scores / records (one source, "in memory")."""
-    from cigeval.report.data import Run
+    from cigeval.results.run import Run
 
     if isinstance(items, str | Path | Run):
         items = [items]

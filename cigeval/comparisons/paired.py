@@ -30,7 +30,7 @@ def paired_interval(
 ) -> tuple[float | None, float | None]:
     """Percentile bootstrap interval of the mean of paired ``differences`` (conditions
     resampled with replacement, ``n_boot`` times, vectorised in numpy; fixed by ``seed``)."""
-    from cigeval.report.stats import bootstrap_mean_interval
+    from cigeval.stats import bootstrap_mean_interval
 
     low, high = bootstrap_mean_interval(differences, n_boot, level, seed)
     return _finite(low), _finite(high)

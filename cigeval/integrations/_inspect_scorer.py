@@ -14,7 +14,7 @@ from inspect_ai.solver import TaskState
 from cigeval.errors import CigevalError, InputError, PreflightError
 from cigeval.evaluation import Evaluator
 from cigeval.integrations._images import image_input
-from cigeval.integrations.inspect_ai import ERROR_KEY, OUTPUT_KEY, SAMPLE_KEY
+from cigeval.integrations._keys import ERROR_KEY, OUTPUT_KEY, SAMPLE_KEY
 from cigeval.sample import Sample, sample_from_dict
 from cigeval.score import Score as CigevalScore
 

@@ -18,20 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cigeval.errors import InputError, MissingDependency
+from cigeval.integrations._keys import ERROR_KEY, OUTPUT_KEY, SAMPLE_KEY
 
 if TYPE_CHECKING:
     from inspect_ai.dataset import Sample as InspectSample
     from inspect_ai.scorer import Scorer
 
-#: Where an inspect sample's metadata holds its cigeval sample (a JSON-ready dict, images as
-#: absolute paths or data URIs, outputs left out).
-SAMPLE_KEY = "cigeval_sample"
-#: Where a solver records the output image(s) it made (a path, a data URI, or a list of
-#: them), in ``state.store`` or ``state.metadata``; :func:`inspect_samples` puts a sample's
-#: existing outputs here too.
-OUTPUT_KEY = "cigeval_output"
-#: Where an inspect sample's metadata holds why its cigeval sample is invalid.
-ERROR_KEY = "cigeval_error"
 
 #: The text fields shown to the solver in the input message, in this order.
 _CONDITION_FIELDS = ("prompt", "instruction", "subject", "concepts", "control_type")

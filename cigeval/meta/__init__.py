@@ -43,20 +43,21 @@ if TYPE_CHECKING:
     )
     from cigeval.meta.selection import Selection, selection_of
     from cigeval.meta.split import Split, load_split, make_split, samples_of_records, save_split
-    from cigeval.meta.stats import METHODS, bootstrap_ci, correlation
     from cigeval.meta.trajectories import ExportReport, MissingImage, export_trajectories
+    from cigeval.stats import METHODS, bootstrap_ci, correlation
 
 #: Public names, each loaded from its module on first access (so importing one module of
-#: the package, e.g. :mod:`cigeval.meta.stats`, loads no other).
+#: the package, e.g. :mod:`cigeval.meta.human`, loads no other; ``cigeval.stats`` lives
+#: outside the package).
 _LAZY = {
     "average_correlations": ".average",
     "average_tasks": ".average",
     "AVERAGINGS": ".average",
     "BadCell": ".cells",
     "benchmark_samples": ".human",
-    "bootstrap_ci": ".stats",
+    "bootstrap_ci": "cigeval.stats",
     "combine_scores": ".combine",
-    "correlation": ".stats",
+    "correlation": "cigeval.stats",
     "coverage_table": ".evaluate",
     "DIMENSIONS": ".human",
     "EXCLUDED_BY_DEFAULT": ".human",
@@ -73,7 +74,7 @@ _LAZY = {
     "make_split": ".split",
     "meta_evaluate": ".evaluate",
     "MetaResult": ".result",
-    "METHODS": ".stats",
+    "METHODS": "cigeval.stats",
     "MissingImage": ".trajectories",
     "paper_rounding": ".average",
     "records_to_frame": ".scores",

@@ -28,7 +28,7 @@ from cigeval.meta.frames import run_fingerprint
 from cigeval.meta.human import DIMENSIONS, load_human_ratings, rater_matrix
 from cigeval.meta.result import COVERAGE_COLUMNS, MetaResult
 from cigeval.meta.selection import Samples, selection_of
-from cigeval.meta.stats import (
+from cigeval.stats import (
     MIN_SAMPLES,
     Method,
     bootstrap_indices,

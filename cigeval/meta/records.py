@@ -6,7 +6,7 @@ apart: each row carries its ``fingerprint`` and :func:`cigeval.meta.split_runs` 
 separate evaluators. Within a run one record per sample id counts, the last one written
 (:func:`cigeval.results.last_record_per_id`: a rerun replaces the earlier record); the ids
 dropped are listed in ``frame.attrs["duplicate_ids"]``. Every score is a finite number in the
-record's range (:func:`cigeval.rubrics.base.record_score_range`: [0, 1] unless the record
+record's range (:func:`cigeval.rubrics.registry.record_score_range`: [0, 1] unless the record
 or its rubric declares another); anything else is an error
 naming the file, the line and the field, or with ``lenient`` a missing value.
 """
@@ -14,7 +14,7 @@ naming the file, the line and the field, or with ``lenient`` a missing value.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,7 @@ from cigeval.errors import InputError
 from cigeval.meta.cells import BadCell, check_number
 from cigeval.meta.frames import MissingPolicy, evaluator_frame, record_uid, task_id
 from cigeval.meta.human import DIMENSIONS, KEY
-from cigeval.rubrics.base import record_score_range
-
-
-def _score_range(record: Mapping[str, Any]) -> tuple[float, float]:
-    return record_score_range(record)
+from cigeval.rubrics.registry import record_score_range
 
 
 class _Reader:
@@ -116,7 +112,7 @@ def _add_row(
     rows: dict[str, list[Any]], record: dict[str, Any], fingerprint: str, reader: _Reader
 ) -> None:
     line = record["_line"]
-    low, high = _score_range(record)
+    low, high = record_score_range(record)
     failed = record["status"] != "ok"
     dims = record.get("dimensions") or {}
     if not isinstance(dims, dict):

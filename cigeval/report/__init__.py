@@ -2,10 +2,11 @@
 intervals, ranking, agreement with human ratings and between judges), plots, the run's
 provenance and one card per sample (``cigeval report``, docs/report.md).
 
-Modules: :mod:`~cigeval.report.data` (runs read from results files or Scores),
-:mod:`~cigeval.report.images` (thumbnails by hash), :mod:`~cigeval.report.stats`,
-:mod:`~cigeval.report.plots` (inline SVG), :mod:`~cigeval.report.cards` (one sample's HTML,
-also the Jupyter card), :mod:`~cigeval.report.provenance`, :mod:`~cigeval.report.page`.
+Runs come from :mod:`cigeval.results.run`, statistics from :mod:`cigeval.stats`. Modules:
+:mod:`~cigeval.report.images` (thumbnails by hash), :mod:`~cigeval.report.stats` (leaderboard
+and agreement), :mod:`~cigeval.report.plots` (inline SVG), :mod:`~cigeval.report.cards` (one
+sample's HTML, also the Jupyter card), :mod:`~cigeval.report.provenance`,
+:mod:`~cigeval.report.page`.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from cigeval.report.data import Run, load_run, run_from_scores
 from cigeval.report.page import Report, build_report, json_for_script
-from cigeval.report.stats import bootstrap_mean_interval
+from cigeval.results.run import Run, load_run, run_from_scores
+from cigeval.stats import bootstrap_mean_interval
 
 
 def _as_records(scores: Any) -> list[Any]:
     if hasattr(scores, "to_dict") and hasattr(scores, "columns"):  # a pandas DataFrame
-        from cigeval.report.data import frame_records
+        from cigeval.results.run import frame_records
 
         return frame_records(scores)
     return list(scores)

@@ -2,9 +2,10 @@
 
 The page needs nothing but itself: thumbnails are data URIs, plots inline SVG, the script
 inline and allowed by its hash in the page's Content-Security-Policy (which also forbids
-every network request). Cards are rendered (and escaped) here and travel as one JSON blob
-that a small script filters, sorts and shows a page at a time, so 10,000 samples open in
-seconds. :meth:`Report.fragment` is a static version without script, for notebooks.
+every network request). The templates in ``assets/`` write the HTML and escape every value.
+Cards travel as one JSON blob that a small script filters, sorts and shows a page at a time,
+so 10,000 samples open in seconds. :meth:`Report.fragment` is a static version without
+script, for notebooks.
 """
 
 from __future__ import annotations
@@ -13,34 +14,23 @@ import base64
 import datetime
 import hashlib
 import json
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from html import escape
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from markupsafe import Markup
 
 from cigeval._version import __version__
 from cigeval.comparisons.inputs import is_preference_record
 from cigeval.report import plots
 from cigeval.report.cards import CSS as CARD_CSS
-from cigeval.report.cards import degraded_count, figure, sample_card
+from cigeval.report.cards import Figure, ImageTag, sample_card
 from cigeval.report.compare import compare_section
-from cigeval.report.data import (
-    NO_GENERATOR,
-    Run,
-    generator_of,
-    load_run,
-    record_problem,
-    run_from_scores,
-    sample_ids,
-    score_of,
-    split_by_settings,
-    unique_labels,
-)
 from cigeval.report.images import THUMBNAIL_SIDE, ImageCatalog, requested_hashes
 from cigeval.report.provenance import provenance_summary
+from cigeval.report.render import macro
 from cigeval.report.stats import (
     HumanAgreement,
     JudgeAgreement,
@@ -49,6 +39,19 @@ from cigeval.report.stats import (
     judge_agreement,
     leaderboard,
 )
+from cigeval.results.record import NO_GENERATOR, degraded_count, generator_of
+from cigeval.results.run import (
+    Run,
+    load_run,
+    record_problem,
+    run_from_scores,
+    sample_ids,
+    score_of,
+    split_by_settings,
+    unique_labels,
+)
+from cigeval.rubrics.registry import record_score_range
+from cigeval.score import Score
 
 #: Cards shown per page of the report.
 PAGE_SIZE = 200
@@ -94,20 +97,17 @@ class Report:
     compare_html: str = ""
 
     # -- cards -------------------------------------------------------------------------
-    def _image_tag(self, inline: bool) -> Any:
+    def _image_tag(self, inline: bool) -> ImageTag:
         thumbnails = self.catalog.thumbnails
         missing = {m.sha256: m.reason for m in self.catalog.missing}
 
-        def tag(sha: str, caption: str) -> str:
+        def tag(sha: str, caption: str) -> Figure:
             if sha not in thumbnails:
                 reason = missing.get(sha, "image not available")
-                return figure(None, caption, _short_reason(reason))
+                return Figure(caption, reason=_short_reason(reason))
             if inline:
-                return figure(thumbnails[sha], caption)
-            return (
-                f'<figure class="cg-fig"><img data-img="{escape(sha)}" alt="{escape(caption)}">'
-                f"{escape(caption)}</figure>"
-            )
+                return Figure(caption, src=thumbnails[sha])
+            return Figure(caption, key=sha)
 
         return tag
 
@@ -136,8 +136,7 @@ class Report:
                     "task": str(first.get("task", "?")),
                     "generator": generator_of(first),
                     "scores": scores,
-                    "errors": sum(1 for r in present if score_of(r) is None)
-                    + sum(1 for _, r in judged if r is None),
+                    "errors": len(scores) - len(finite),
                     "spread": (max(finite) - min(finite)) if len(finite) > 1 else None,
                     "degraded": sum(degraded_count(r) for r in present),
                     "search": search,
@@ -147,58 +146,35 @@ class Report:
         return cards
 
     # -- sections ----------------------------------------------------------------------
-    def _header(self) -> str:
-        parts = [f"<h1>{escape(self.title)}</h1>"]
+    def _header(self) -> Markup:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        parts.append(
-            f'<div class="cg-note">written {stamp} by cigeval {escape(__version__)} · '
-            f"{len(sample_ids(self.runs))} samples · {len(self.runs)} judge run(s) · "
-            f"{self.level:.0%} percentile bootstrap intervals, {self.n_boot} resamples, "
-            f"seed {self.seed}</div>"
+        note = (
+            f"written {stamp} by cigeval {__version__} · {len(sample_ids(self.runs))} samples · "
+            f"{len(self.runs)} judge run(s) · {self.level:.0%} percentile bootstrap intervals, "
+            f"{self.n_boot} resamples, seed {self.seed}"
         )
-        parts.append('<div class="cg-prov">')
-        for label, lines in provenance_summary(self.runs).items():
-            rows = "".join(
-                f"<tr><th>{escape(name)}</th><td>{escape(value)}</td></tr>" for name, value in lines
-            )
-            table = f'<table class="cg-t">{rows}</table>'
-            parts.append(f'<div class="cg-box"><h3>{escape(label)}</h3>{table}</div>')
-        parts.append("</div>")
-        return "".join(parts)
+        return _macro("header")(self.title, note, provenance_summary(self.runs))
 
-    def _problems(self) -> str:
-        items = [escape(p) for p in self.problems]
+    def _problems(self) -> Markup:
+        items = list(self.problems)
         for run in self.runs:
-            items += [f"{escape(run.source)}: {escape(str(line))}" for line in run.skipped]
+            items += [f"{run.source}: {line}" for line in run.skipped]
         missing = self.catalog.missing
-        items += [escape(str(m)) for m in missing[:500]]
+        items += [str(m) for m in missing[:500]]
         if len(missing) > 500:
             items.append(f"… and {len(missing) - 500} more missing images")
-        if not items:
-            return ""
-        body = "".join(f"<li>{item}</li>" for item in items)
-        return (
-            f'<h2 id="cg-problems">Problems ({len(items)})</h2>'
-            f'<div class="cg-box cg-problems"><ul>{body}</ul></div>'
-        )
+        return _macro("problems")(items)
 
-    def _leaderboards(self) -> str:
-        parts = ["<h2>Leaderboard</h2>"]
+    def _leaderboards(self) -> Markup:
+        boxes = []
         for run, board, humans in zip(self.runs, self.leaderboards, self.humans, strict=True):
-            parts.append(f'<div class="cg-box"><h3>{escape(board.run)}</h3>')
-            parts.append(_leaderboard_table(board, self.level))
-            parts.append(plots.leaderboard_svg(board, self.level))
-            parts.append("<h3>Score distributions</h3>")
-            parts.append(plots.distributions_svg(board, _scores_by_group(run)))
-            if humans:
-                parts.append("<h3>Agreement with the human ratings in the records</h3>")
-                parts.append(_human_table(humans, self.level))
-                parts.append(plots.human_scatter_svg(board.run, _thinned(humans)))
-            parts.append("</div>")
-        if self.agreements:
-            parts.append("<h2>Agreement between judges</h2>")
-            parts.append(_agreement_table(self.agreements))
-        return "".join(parts)
+            distributions = plots.distributions_svg(
+                board.run, board.tasks, _distributions(run, board)
+            )
+            scatter = plots.human_scatter_svg(board.run, _thinned(humans)) if humans else ""
+            plot = plots.leaderboard_svg(board, self.level)
+            boxes.append((board, Markup(distributions), humans, Markup(scatter), Markup(plot)))
+        return _macro("leaderboards")(boxes, self.agreements, self.level)
 
     # -- output ------------------------------------------------------------------------
     def to_html(self) -> str:
@@ -218,38 +194,18 @@ class Report:
             "generators": sorted({c["generator"] for c in cards}),
             "page_size": PAGE_SIZE,
         }
-        controls = (
-            '<div class="cg-controls">'
-            '<label>task <select id="cg-task"><option value="">all</option></select></label>'
-            '<label>generator <select id="cg-gen"><option value="">all</option></select></label>'
-            '<label>status <select id="cg-status"><option value="">all</option>'
-            '<option value="ok">ok</option><option value="error">error</option>'
-            '<option value="degraded">degraded</option></select></label>'
-            '<label>score from <input id="cg-min" type="number" step="0.05" min="0" max="1">'
-            ' to <input id="cg-max" type="number" step="0.05" min="0" max="1"></label>'
-            '<label id="cg-judge-box">judge <select id="cg-judge"></select></label>'
-            '<label>sort <select id="cg-sort"><option value="order">file order</option>'
-            '<option value="score-asc">score, lowest first</option>'
-            '<option value="score-desc">score, highest first</option>'
-            '<option value="spread">judges disagree most</option>'
-            '<option value="task">task</option><option value="generator">generator</option>'
-            '<option value="id">id</option></select></label>'
-            '<label>text <input id="cg-text" type="search" placeholder="id or condition"></label>'
-            '<button id="cg-prev" type="button">previous</button><span id="cg-page"></span>'
-            '<button id="cg-next" type="button">next</button>'
-            '<span id="cg-count" class="cg-muted"></span></div>'
+        body = Markup("").join(
+            (self._header(), self._problems(), self._leaderboards(), Markup(self.compare_html))
         )
-        return (
-            '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{escape(self.title)}</title><style>{PAGE_CSS}{CARD_CSS}</style></head>"
-            f"<body><main>{self._header()}{self._problems()}{self._leaderboards()}"
-            f"{self.compare_html}"
-            f'<h2 id="cg-samples">Samples</h2>{controls}<div id="cg-cards"></div></main>'
-            f'<script type="application/json" id="cg-data">{json_for_script(data)}</script>'
-            f"<script>{script}</script></body></html>"
+        page = _macro("page")(
+            self.title,
+            Markup(policy),  # constants and a base64 digest: its quotes stay as they are
+            Markup(PAGE_CSS + CARD_CSS),
+            body,
+            Markup(json_for_script(data)),
+            Markup(script),
         )
+        return str(page)
 
     def write(self, path: str | Path) -> Path:
         """Write :meth:`to_html` to ``path`` (UTF-8); returns the path."""
@@ -260,19 +216,11 @@ class Report:
 
     def fragment(self, max_cards: int = 20) -> str:
         """A static HTML fragment (no script): leaderboard, plots and the first cards."""
-        cards = self._cards(inline=True, limit=max_cards)
+        cards = [Markup(c["html"]) for c in self._cards(inline=True, limit=max_cards)]
+        body = Markup("").join((self._problems(), self._leaderboards(), Markup(self.compare_html)))
         total = len(sample_ids(self.runs))
-        more = (
-            f'<div class="cg-muted">first {len(cards)} of {total} samples; '
-            "write the report for all of them</div>"
-            if total > len(cards)
-            else ""
-        )
-        return (
-            f'<div class="cg-report"><style>{CARD_CSS}{_FRAGMENT_CSS}</style>{self._problems()}'
-            f"{self._leaderboards()}{self.compare_html}<h2>Samples</h2>"
-            f"{''.join(c['html'] for c in cards)}{more}</div>"
-        )
+        css = Markup(CARD_CSS + _FRAGMENT_CSS)
+        return str(_macro("fragment")(css, body, cards, len(cards), total))
 
     def _repr_html_(self) -> str:
         return self.fragment()
@@ -308,89 +256,24 @@ def _short_reason(reason: str) -> str:
     return "missing" if reason.startswith("file not found") else reason[:60]
 
 
-def _interval(low: float | None, high: float | None) -> str:
-    if low is None or high is None:
-        return ""
-    return f'<span class="cg-ci"> [{low:.3f}, {high:.3f}]</span>'
+def _macro(name: str) -> Any:
+    return macro("page.j2", name, pct=lambda value: f"{value:.0%}", no_generator=NO_GENERATOR)
 
 
-def _leaderboard_table(board: Leaderboard, level: float) -> str:
-    head = "".join(f"<th>{escape(task)}</th>" for task in board.tasks)
-    rows = []
-    for generator in [*board.ranking, *board.unranked]:
-        overall = board.overall[generator]
-        rank = board.rank(generator)
-        cells = [
-            f"<td>{'–' if rank is None else rank}</td><td>{escape(generator)}</td>",
-            _cell_html(overall.mean, overall.low, overall.high, overall.n, overall.errors),
-        ]
-        for task in board.tasks:
-            c = board.by_task[generator].get(task)
-            cells.append(
-                "<td></td>" if c is None else _cell_html(c.mean, c.low, c.high, c.n, c.errors)
-            )
-        rows.append(f"<tr>{''.join(cells)}</tr>")
-    return (
-        f'<table class="cg-t"><tr><th>rank</th><th>generator</th><th>all tasks</th>{head}</tr>'
-        f"{''.join(rows)}</table>"
-        f'<div class="cg-note">mean score (ok samples) with its {level:.0%} bootstrap interval; '
-        "n = samples scored, err = samples that ended in error"
-        + (
-            f"; records naming no generator ({escape(NO_GENERATOR)}) have their own row, unranked"
-            if board.unranked
-            else ""
-        )
-        + "</div>"
-    )
-
-
-def _cell_html(mean: float | None, low: Any, high: Any, n: int, errors: int) -> str:
-    value = "–" if mean is None else f"<b>{mean:.3f}</b>{_interval(low, high)}"
-    err = f', <span class="cg-warn">err {errors}</span>' if errors else ""
-    return f'<td class="num">{value}<br><span class="cg-ci">n={n}{err}</span></td>'
-
-
-def _human_table(humans: list[HumanAgreement], level: float) -> str:
-    rows = []
-    for h in humans:
-        rho = "–" if h.spearman is None else f"{h.spearman:.3f}"
-        r = "–" if h.pearson is None else f"{h.pearson:.3f}"
-        note = f' <span class="cg-ci">({escape(h.note)})</span>' if h.note else ""
-        rows.append(
-            f"<tr><td>{escape(h.task)}</td><td class='num'>{h.n}</td>"
-            f"<td class='num'>{rho}{_interval(h.low, h.high)}{note}</td>"
-            f"<td class='num'>{r}</td></tr>"
-        )
-    return (
-        '<table class="cg-t"><tr><th>task</th><th>pairs</th><th>Spearman '
-        f"({level:.0%} interval)</th><th>Pearson</th></tr>{''.join(rows)}</table>"
-    )
-
-
-def _agreement_table(agreements: list[JudgeAgreement]) -> str:
-    def fmt(value: float | None) -> str:
-        return "–" if value is None else f"{value:.3f}"
-
-    rows = "".join(
-        f"<tr><td>{escape(a.first)}</td><td>{escape(a.second)}</td><td class='num'>{a.n}</td>"
-        f"<td class='num'>{fmt(a.spearman)}</td><td class='num'>{fmt(a.pearson)}</td>"
-        f"<td class='num'>{fmt(a.mean_abs_diff)}</td></tr>"
-        for a in agreements
-    )
-    return (
-        '<div class="cg-box"><table class="cg-t"><tr><th>judge</th><th>judge</th>'
-        "<th>samples both scored</th><th>Spearman</th><th>Pearson</th>"
-        f"<th>mean |difference|</th></tr>{rows}</table></div>"
-    )
-
-
-def _scores_by_group(run: Run) -> dict[tuple[str, str], list[float]]:
-    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+def _distributions(run: Run, board: Leaderboard) -> dict[str, plots.Distribution]:
+    """The ok scores of ``run`` per generator (records without one included) and task, in
+    leaderboard order, with the score range of their rubric. A run holds one rubric's
+    records: records of other settings are split into runs of their own."""
+    rows: dict[str, plots.Distribution] = {
+        name: ({}, (0.0, 1.0)) for name in [*board.ranking, *board.unranked]
+    }
     for record in run.records:
         value = None if is_preference_record(record) else score_of(record)
         if value is not None:
-            groups[(generator_of(record), str(record.get("task", "?")))].append(value)
-    return groups
+            by_task, _ = rows[generator_of(record)]
+            rows[generator_of(record)] = (by_task, record_score_range(record))
+            by_task.setdefault(str(record.get("task", "?")), []).append(value)
+    return {name: row for name, row in rows.items() if row[0]}
 
 
 def _thinned(humans: list[HumanAgreement]) -> list[HumanAgreement]:
@@ -420,8 +303,6 @@ def build_report(
     ``seed``: the same inputs give the same page numbers). ``baseline``: the generator the
     Compare section pairs the others with (default: the first generator in the records).
     """
-    from cigeval.score import Score
-
     items = list(sources)
     if items and all(isinstance(i, Score | dict) for i in items):
         runs = [run_from_scores(items)]

@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from cigeval.report.data import Run
+from cigeval.results.run import Run
 
 #: The settings shown in a report's header (the rest stay in the records).
 SHOWN_SETTINGS = (

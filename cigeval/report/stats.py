@@ -1,49 +1,20 @@
 """The numbers of a report: leaderboard cells with bootstrap intervals, the correlation with
 human ratings, and the agreement between judges.
 
-Bootstrap intervals and correlations are computed with numpy alone (the resampling helpers
-of :mod:`cigeval.meta.stats`), imported on use: a report never loads scipy.
+Bootstrap intervals and correlations come from :mod:`cigeval.stats` (numpy alone, imported
+on use): a report never loads scipy.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from cigeval.comparisons.inputs import is_preference_record
-from cigeval.report.data import NO_GENERATOR, Run, generator_of, score_of
-
-#: Resamples are drawn in blocks of this many, so a large group never needs a huge matrix.
-_BLOCK = 256
-
-
-def bootstrap_mean_interval(
-    values: Sequence[float], n_boot: int = 1000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values`` (deterministic for a seed).
-
-    One value gives the degenerate interval (v, v); none gives (nan, nan).
-    """
-    import numpy as np
-
-    from cigeval.meta.stats import bootstrap_indices, percentile_interval
-
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
-        return math.nan, math.nan
-    if data.size == 1:
-        return float(data[0]), float(data[0])
-    if n_boot <= 0:
-        return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
-    for start in range(0, n_boot, _BLOCK):
-        count = min(_BLOCK, n_boot - start)
-        means[start : start + count] = data[bootstrap_indices(data.size, count, rng)].mean(axis=1)
-    return percentile_interval(means, level)
+from cigeval.results.record import NO_GENERATOR, generator_of
+from cigeval.results.run import Run, score_of
 
 
 @dataclass
@@ -71,6 +42,8 @@ def cell(scores: list[float], errors: int, n_boot: int, level: float, seed: int)
     """A leaderboard cell from the ok scores and the error count of one group."""
     if not scores:
         return Cell(None, None, None, 0, errors)
+    from cigeval.stats import bootstrap_mean_interval
+
     low, high = bootstrap_mean_interval(scores, n_boot, level, seed)
     return Cell(sum(scores) / len(scores), _finite(low), _finite(high), len(scores), errors)
 
@@ -86,7 +59,7 @@ class Leaderboard:
     ``overall[g]`` is the cell of generator g over every task; ``by_task[g][t]`` the cell of
     generator g on task t; ``ranking`` the generators, best mean first (generators without
     any ok sample last). Records that name no generator are no competitor: they have their
-    own row (``unranked``, :data:`~cigeval.report.data.NO_GENERATOR`), never ranked.
+    own row (``unranked``, :data:`~cigeval.results.record.NO_GENERATOR`), never ranked.
     """
 
     run: str
@@ -181,7 +154,7 @@ def human_agreement(
     bootstrap interval of the Spearman; empty when no record has a rating."""
     import numpy as np
 
-    from cigeval.meta.stats import undefined_reason
+    from cigeval.stats import bootstrap_ci, correlation, undefined_reason
 
     pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for record in run.records:
@@ -195,7 +168,7 @@ def human_agreement(
         note = undefined_reason(humans, judged)
         rho = correlation(humans, judged, "spearman")
         r = correlation(humans, judged, "pearson")
-        low, high = spearman_interval(humans, judged, n_boot, level, seed)
+        low, high = bootstrap_ci(humans, judged, "spearman", n_boot, level, seed)
         out.append(
             HumanAgreement(
                 task, len(judged), _finite(rho), _finite(r), _finite(low), _finite(high),
@@ -221,6 +194,8 @@ def judge_agreement(first: Run, second: Run) -> JudgeAgreement:
     """Spearman, Pearson and mean absolute difference of two runs, matched by sample id."""
     import numpy as np
 
+    from cigeval.stats import correlation
+
     theirs = {sid: score_of(r) for sid, r in second.by_id().items()}
     pairs = []
     for sid, record in first.by_id().items():
@@ -239,31 +214,3 @@ def judge_agreement(first: Run, second: Run) -> JudgeAgreement:
         _finite(correlation(x, y, "pearson")),
         float(np.mean(np.abs(x - y))),
     )
-
-
-def correlation(x: Any, y: Any, method: Literal["spearman", "pearson"]) -> float:
-    """Spearman or Pearson of paired values, NaN when undefined (fewer than three pairs, a
-    constant side), computed with numpy (:func:`cigeval.meta.stats.correlation` is the scipy
-    one the meta-evaluation uses)."""
-    import numpy as np
-
-    from cigeval.meta.stats import rowwise_correlation, undefined_reason
-
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if undefined_reason(x, y) is not None:
-        return math.nan
-    return float(rowwise_correlation(x[None, :], y[None, :], method)[0])
-
-
-def spearman_interval(x: Any, y: Any, n_boot: int, level: float, seed: int) -> tuple[float, float]:
-    """Percentile bootstrap interval of the Spearman of paired values (pairs resampled
-    together; the draws of :func:`cigeval.meta.stats.bootstrap_ci`), with numpy alone."""
-    import numpy as np
-
-    from cigeval.meta.stats import bootstrap_indices, percentile_interval, rowwise_correlation
-
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if math.isnan(correlation(x, y, "spearman")) or n_boot <= 0:
-        return math.nan, math.nan
-    idx = bootstrap_indices(len(x), n_boot, np.random.default_rng(seed))
-    return percentile_interval(rowwise_correlation(x[idx], y[idx], "spearman"), level)

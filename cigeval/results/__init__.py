@@ -7,7 +7,7 @@ with one policy for lines that cannot be read; one run per results file
 """
 
 from cigeval.results.frame import to_frame
-from cigeval.results.html import score_to_html
+from cigeval.results.html import record_to_html
 from cigeval.results.jsonl import (
     ResultsWriter,
     SkippedLine,
@@ -28,8 +28,8 @@ __all__ = [
     "last_record_per_id",
     "load_price_table",
     "read_records",
+    "record_to_html",
     "rejected_path",
     "repair_tail",
-    "score_to_html",
     "to_frame",
 ]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -59,28 +57,3 @@ def out_of_range(value: Any, score_range: tuple[float, float]) -> bool:
         return True
     low, high = score_range
     return not math.isfinite(value) or not low <= value <= high
-
-
-def record_score_range(record: Mapping[str, Any]) -> tuple[float, float]:
-    """The range a results record's score must lie in: the ``score_range`` the record carries
-    (written when its rubric declares one other than 0 to 1), else the declared range of its
-    rubric when that rubric is registered in this process, else 0 to 1. Reports and
-    meta-evaluation use this one rule."""
-    declared = record.get("score_range")
-    if (
-        isinstance(declared, list | tuple)
-        and len(declared) == 2
-        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in declared)
-    ):
-        return float(declared[0]), float(declared[1])
-    return _registered_range(str(record.get("rubric") or "cigeval"))
-
-
-@lru_cache(maxsize=64)
-def _registered_range(name: str) -> tuple[float, float]:
-    from cigeval.rubrics.registry import get_rubric
-
-    try:
-        return score_range_of(get_rubric(name))
-    except Exception:  # a rubric not registered in this process: the default range
-        return DEFAULT_SCORE_RANGE

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from cigeval.errors import ConfigError
 from cigeval.registry import Registry
-from cigeval.rubrics.base import Rubric
+from cigeval.rubrics.base import DEFAULT_SCORE_RANGE, Rubric, score_range_of
 
 #: The built-in rubrics, as lazy import paths (the agent and its langgraph load on first use).
 BUILTIN_RUBRICS: dict[str, str] = {
@@ -50,3 +53,23 @@ def get_rubric(name: str) -> Rubric:
 def rubric_names() -> list[str]:
     """Names of every registered rubric."""
     return RUBRICS.names()
+
+
+def record_score_range(record: Mapping[str, Any]) -> tuple[float, float]:
+    """The range a results record's score must lie in: the ``score_range`` the record carries
+    (written when its rubric declares one other than 0 to 1), else the declared range of its
+    rubric as registered now, else 0 to 1. Reports and meta-evaluation use this one rule.
+
+    Looked up on every call (a dictionary read once the rubric is loaded), so a rubric
+    registered after its name was first seen gets its own range."""
+    declared = record.get("score_range")
+    if (
+        isinstance(declared, list | tuple)
+        and len(declared) == 2
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in declared)
+    ):
+        return float(declared[0]), float(declared[1])
+    try:
+        return score_range_of(RUBRICS.get(str(record.get("rubric") or "cigeval")))
+    except Exception:  # not registered here, or cannot be loaded here: the default range
+        return DEFAULT_SCORE_RANGE

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cigeval.comparisons.paired import paired_difference
-from cigeval.report.stats import bootstrap_mean_interval
+from cigeval.stats import bootstrap_mean_interval
 
 
 def continuous_pairs(

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cigeval._version import __version__
-from cigeval.report.data import generator_of, score_of
 from cigeval.report.stats import Cell, cell
 from cigeval.results.jsonl import last_record_per_id, read_records
+from cigeval.results.record import generator_of
+from cigeval.results.run import score_of
 
 if TYPE_CHECKING:
     from cigeval.runs.result import RunResult

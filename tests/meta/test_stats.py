@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from cigeval.meta.stats import bootstrap_ci, correlation, rowwise_correlation, undefined_reason
+from cigeval.stats import bootstrap_ci, correlation, rowwise_correlation, undefined_reason
 
 SCIPY = {
     "spearman": lambda x, y: stats.spearmanr(x, y).statistic,

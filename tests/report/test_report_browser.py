@@ -133,3 +133,23 @@ def test_paging_through_many_samples(browser, tmp_path):
     assert page.is_disabled("#cg-prev")
     assert problems == []
     page.close()
+
+
+def test_records_without_a_model_draw_distributions(browser, tmp_path):
+    # issue 32: a report of records naming no generator drew an empty axis and no bars
+    records = [
+        {"id": f"u{i}", "task": ("text_guided_ig", "text_guided_ie")[i % 2], "status": "ok",
+         "score": (i % 10) / 10, "sub_scores": [], "conditions": {"prompt": f"prompt {i}"}}
+        for i in range(30)
+    ]  # fmt: skip
+    write_report(records, tmp_path / "unranked.html", n_boot=20)
+    page, problems, _ = _open(browser, tmp_path / "unranked.html")
+    bars = page.locator("svg rect.cg-bar")
+    assert bars.count() == 10  # five distinct scores on each of the two tasks, a bar each
+    box = bars.first.bounding_box()
+    assert box is not None and box["width"] > 1 and box["height"] > 1
+    board = page.locator("svg", has_text="mean score per generator")
+    assert board.locator("circle").count() == 1 and "(no model)" in (board.text_content() or "")
+    assert page.locator("#cg-compare").count() == 0
+    assert problems == []
+    page.close()

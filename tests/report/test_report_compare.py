@@ -81,7 +81,7 @@ def test_the_compare_section_pairs_generators_and_scores_preferences(tmp_path):
     chosen = build_report([scored], n_boot=50, baseline="GenB").compare_html
     assert "baseline <b>GenB</b>" in chosen
     unknown = build_report([scored], n_boot=50, baseline="nobody").compare_html
-    assert "no comparison" in unknown and "baseline &#x27;nobody&#x27;" in unknown
+    assert "no comparison" in unknown and "baseline &#39;nobody&#39;" in unknown
     assert build_report(scored_records()[:1], n_boot=10).compare_html == ""  # one generator
     assert 'id="cg-compare"' in report.fragment(max_cards=1)
 
@@ -138,8 +138,8 @@ def test_the_compare_section_renders_in_chromium(tmp_path):
 def test_preference_records_stay_out_of_the_leaderboard() -> None:
     """A pairwise record's score is the share of presentation orders that agree, not a
     quality score: it belongs to the Compare section, never to a generator's mean."""
-    from cigeval.report.data import Run
     from cigeval.report.stats import leaderboard
+    from cigeval.results.run import Run
 
     common = {"task": "text_guided_ig", "status": "ok"}
     scored = {**common, "id": "s1", "rubric": "cigeval", "score": 0.8, "model": "GenA"}

@@ -10,7 +10,7 @@ from PIL import Image
 
 import cigeval
 from cigeval.report import bootstrap_mean_interval, build_report, report_html
-from cigeval.report.data import image_order
+from cigeval.report.cards import image_order
 from cigeval.report.stats import human_agreement, judge_agreement, leaderboard
 from cigeval.score import Score, SubScore
 
@@ -103,7 +103,7 @@ def test_missing_images_and_unreadable_lines_are_listed_not_fatal(tmp_path):
     assert reasons[("gone", "output")].startswith("file not found")
     assert reasons[("gone", "source")] == "the record names no file for it"
     assert "line 4: not a results record" in page and "line 2: not" in page
-    assert "sample &#x27;gone&#x27;, image output" in page
+    assert "sample &#39;gone&#39;, image output" in page
     data = json.loads(page.split('id="cg-data">')[1].split("</script>")[0])
     gone_card = next(c["html"] for c in data["samples"] if c["id"] == "gone")
     assert gone_card.count('class="cg-missing"') == 2 and "data-img" not in gone_card
@@ -121,7 +121,7 @@ def test_an_ok_record_without_a_number_is_listed_and_counted_as_an_error(tmp_pat
     assert "sample 'nan'" in report.problems[1]
     overall = report.leaderboards[0].overall["A"]
     assert (overall.n, overall.errors, overall.mean) == (1, 2, 0.5)
-    assert "sample &#x27;words&#x27; says ok" in report.to_html()
+    assert "sample &#39;words&#39; says ok" in report.to_html()
 
 
 def test_cards_escape_model_text_everywhere():
@@ -186,22 +186,27 @@ def test_report_html_of_scores_and_of_a_dataframe():
 
 def test_report_statistics_equal_scipys_without_loading_it():
     import numpy as np
+    from scipy import stats
 
-    from cigeval.meta.stats import bootstrap_ci
-    from cigeval.meta.stats import correlation as scipy_correlation
-    from cigeval.report.stats import correlation, spearman_interval
+    from cigeval.stats import bootstrap_ci, bootstrap_indices, correlation, percentile_interval
 
     rng = np.random.default_rng(3)
     judged = rng.integers(0, 11, 60) / 10  # ties, as 0-10 scores have
     humans = np.clip(judged + rng.normal(0, 0.2, 60), 0, 1).round(1)
-    for method in ("spearman", "pearson"):
-        assert correlation(humans, judged, method) == pytest.approx(
-            scipy_correlation(humans, judged, method), abs=1e-12
-        )
-    assert spearman_interval(humans, judged, 500, 0.9, 7) == pytest.approx(
-        bootstrap_ci(humans, judged, "spearman", 500, 0.9, 7), abs=1e-12
+    assert correlation(humans, judged, "spearman") == pytest.approx(
+        stats.spearmanr(humans, judged).statistic, abs=1e-12
     )
-    assert math.isnan(correlation([0.5, 0.5, 0.5], [0.1, 0.2, 0.3], "spearman"))
+    assert correlation(humans, judged, "pearson") == pytest.approx(
+        stats.pearsonr(humans, judged).statistic, abs=1e-12
+    )
+    # the interval is the percentile interval of scipy's Spearman over the same draws
+    draws = bootstrap_indices(60, 500, np.random.default_rng(7))
+    with np.errstate(invalid="ignore"):
+        rhos = [stats.spearmanr(humans[d], judged[d]).statistic for d in draws]
+    assert bootstrap_ci(humans, judged, "spearman", 500, 0.9, 7) == pytest.approx(
+        percentile_interval(np.array(rhos), 0.9), abs=1e-12
+    )
+    assert math.isnan(correlation(np.array([0.5] * 3), np.array([0.1, 0.2, 0.3]), "spearman"))
 
 
 def test_building_a_report_loads_neither_scipy_nor_pandas(tmp_path):
@@ -260,3 +265,49 @@ def test_thumbnails_from_worker_processes_equal_the_threads_ones(tmp_path, monke
         ("f" * 64, "cannot be read"),
     ]
     assert [str(m) for m in processes.missing] == [str(m) for m in threads.missing]
+
+
+def _bars(svg: str) -> int:
+    return svg.count('class="cg-bar"')
+
+
+def test_records_without_a_model_get_distributions_and_no_empty_axis():
+    # issue 32: unranked records drew an empty leaderboard axis and distributions without bars
+    tasks = ["text_guided_ig"] * 5 + ["text_guided_ie"] * 4
+    records = [record(f"s{i}", None, i / 10, task=task) for i, task in enumerate(tasks)]
+    records.append(record("f1", None, 3.0, rubric="five", score_range=[1, 5]))
+    html = build_report(records, n_boot=20).fragment()
+    # one box per rubric (records of other settings are never pooled), each with its plots
+    boxes = html.split("<h3>Score distributions</h3>")[1:]
+    assert len(boxes) == 2
+    plots = [box.split("</svg>")[0] for box in boxes]
+    assert _bars(plots[0]) == 9 and "n=5" in plots[0] and "n=4" in plots[0]
+    assert _bars(plots[1]) == 1 and "(no model)" in plots[1] and ">5</text>" in plots[1]
+    svgs = [part.split("</svg>")[0] for part in html.split("<svg")[1:]]
+    boards = [svg for svg in svgs if "mean score per generator" in svg]
+    assert len(boards) == 2 and all("<circle" in b and "(no model)" in b for b in boards)
+    assert "Compare" not in html  # no generator, so nothing to pair
+
+
+def test_distributions_bin_over_the_rubrics_range():
+    records = [record(f"s{i}", "A", v, rubric="five", score_range=[1, 5])
+               for i, v in enumerate([1.0, 1.2, 5.0])]  # fmt: skip
+    html = build_report(records, n_boot=20).fragment()
+    plot = html.split("Score distributions</h3>")[1].split("</svg>")[0]
+    assert _bars(plot) == 2 and "<title>1–1.4: 2</title>" in plot and "4.6–5: 1" in plot
+    assert ">1</text>" in plot and ">5</text>" in plot  # the axis of the rubric's range
+
+
+def test_the_compare_section_pairs_only_records_that_name_a_generator():
+    # issue 32: "(no model)" rows of "no condition answered by both" around the one real row
+    records = []
+    for i in range(6):
+        for model in ("GenA", "GenB", None):
+            records.append(record(f"{model}-{i}", model, 0.1 * i + (0.1 if model == "GenB" else 0),
+                                  conditions={"prompt": f"p{i}"}))  # fmt: skip
+    records.append(record("lonely", "GenC", 0.5, conditions={"prompt": "nobody else"}))
+    compare = build_report(records, n_boot=20).compare_html
+    table = compare.split("cg-compare-table")[1].split("</table>")[0]
+    assert "GenB" in table and "(no model)" not in table and "GenC" not in table
+    assert "no condition answered by both" not in table
+    assert "6 record(s) name no generator (no model field)" in compare

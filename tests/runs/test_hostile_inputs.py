@@ -22,9 +22,9 @@ from cigeval.results.lock import lock_path
 from cigeval.sample import iter_samples_file
 from cigeval.terminal import safe_text
 from cigeval.testing import rule_judge
-from tests.cli_support import evaluate_cli
 from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import seven_task_samples, variant, write_jsonl
+from tests.cli_support import evaluate_cli
 
 TOOLS = ("--tools", "Difference")
 #: A character that acts on a terminal: C0 controls but tab and newline, DEL, C1 controls.

@@ -12,9 +12,9 @@ import pytest
 from cigeval import Evaluator, ScriptedBackend
 from cigeval.config import RunConfig
 from cigeval.report import build_report
-from cigeval.report.data import score_of
 from cigeval.results import read_records
 from cigeval.results.fingerprint import MixedSettings
+from cigeval.results.run import score_of
 from cigeval.rubrics import register_rubric
 from cigeval.rubrics.registry import RUBRICS
 from cigeval.score import Verdict

@@ -113,7 +113,7 @@ def _rates(
 ) -> dict[str, Rate]:
     import numpy as np
 
-    from cigeval.meta.stats import percentile_interval
+    from cigeval.stats import percentile_interval
 
     metrics = sorted({name for counts in table for name in counts})
     num = np.array([[c.get(m, (0.0, 0.0))[0] for m in metrics] for c in table], dtype=float)

@@ -1,9 +1,11 @@
-"""What a report is made of: one run per results file (or list of Scores), matched by sample id.
+"""Results in memory: one :class:`Run` per results file (or list of Scores), and whether a
+record's score counts (:func:`score_of`). Reports, comparisons, trackers and meta-evaluation
+read runs through here.
 
 A *run* is one judge's records. Unreadable lines are skipped with the policy of
 :func:`cigeval.results.read_records` and listed as problems of the run; nothing here raises on
-bad records. Records are plain dicts (``Score.to_record``), so reports work from files and
-from Scores in memory alike.
+bad records. Records are plain dicts (``Score.to_record``), so runs come from files and from
+Scores in memory alike.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cigeval.results.fingerprint import differing_settings, fingerprint_of, settings_of_record
 from cigeval.results.jsonl import SkippedLine, last_record_per_id, read_records
-from cigeval.rubrics.base import out_of_range, record_score_range
-
-#: The generator label of a record without a ``model`` field.
-NO_GENERATOR = "(no model)"
+from cigeval.rubrics.base import out_of_range
+from cigeval.rubrics.registry import record_score_range
+from cigeval.score import Score
 
 
 @dataclass
@@ -52,24 +54,13 @@ class Run:
         return names.most_common(1)[0][0] if names else None
 
 
-def generator_of(record: Mapping[str, Any]) -> str:
-    """The generator (the ``model`` pass-through field) of a record, or :data:`NO_GENERATOR`."""
-    model = record.get("model")
-    return NO_GENERATOR if model is None or model == "" else str(model)
-
-
 def score_of(record: Mapping[str, Any]) -> float | None:
     """The record's score when it ended ``ok`` with a finite number within its rubric's
     range, else None (such a record counts as an error in every mean and count)."""
     value = record.get("score")
-    if record.get("status") != "ok" or out_of_range(value, score_range(record)):
+    if record.get("status") != "ok" or out_of_range(value, record_score_range(record)):
         return None
     return float(value) if isinstance(value, int | float) else None
-
-
-def score_range(record: Mapping[str, Any]) -> tuple[float, float]:
-    """The range of the record's score (:func:`cigeval.rubrics.base.record_score_range`)."""
-    return record_score_range(record)
 
 
 def record_problem(record: Mapping[str, Any]) -> str | None:
@@ -81,42 +72,11 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     sample = f"sample {str(record.get('id'))!r}"
     if out_of_range(value, (float("-inf"), float("inf"))):
         return f"{sample} says ok but its score {value!r} is not a finite number"
-    low, high = score_range(record)
+    low, high = record_score_range(record)
     return (
         f"{sample} says ok but its score {value!r} is outside the range [{low:g}, {high:g}] "
         f"of rubric {record.get('rubric') or 'cigeval'!r}"
     )
-
-
-def conditions_of(record: Mapping[str, Any]) -> dict[str, str]:
-    """The sample's text conditions (prompt, instruction, subject, ...) the record carries."""
-    conditions = record.get("conditions")
-    if not isinstance(conditions, dict):
-        return {}
-    return {str(k): str(v) for k, v in conditions.items() if v not in (None, "")}
-
-
-def image_order(task: str, roles: Iterable[str]) -> list[str]:
-    """Image roles in their natural order: the task's ``image_roles`` order (references and
-    sources first), other roles after them, the output last."""
-    declared: list[str] = []
-    try:
-        from cigeval.tasks import get_task
-
-        spec = get_task(task)
-        declared = [*spec.image_roles, *spec.optional_image_roles]
-    except Exception:  # an unknown task (a user task not loaded): fall back to the names
-        declared = []
-
-    def position(role: str) -> tuple[int, int, str]:
-        if role == "output" or role.startswith("output_"):
-            return (2, 0, role)
-        for index, name in enumerate(declared):
-            if role == name or (name == "subjects" and role.startswith("subject_")):
-                return (0, index, role)
-        return (1, 0, role)
-
-    return sorted(roles, key=position)
 
 
 def unique_labels(labels: list[str]) -> list[str]:
@@ -145,35 +105,18 @@ def load_run(path: str | Path) -> Run:
     return run
 
 
-def hashed_images(score: Any) -> dict[str, Any]:
-    """The input and tool images a Score holds in memory, by the sha256 its record names."""
-    images: dict[str, Any] = {}
-    for role, image in score.images.items():
-        sha = score.input_images.get(role)
-        if sha is not None:
-            images[sha] = image
-    for sub in score.sub_scores:
-        for role, image in sub.tool_images.items():
-            sha = sub.tool_image_ids.get(role)
-            if sha is not None:
-                images[sha] = image
-    return images
-
-
 def run_from_scores(scores: Iterable[Any], label: str | None = None) -> Run:
     """A run made from Scores or result records (dicts) in memory.
 
     The input images and tool images Scores hold in memory are kept, so a notebook shows them
     even when the records name no image files.
     """
-    from cigeval.score import Score
-
     records: list[dict[str, Any]] = []
     images: dict[str, Any] = {}
     for item in scores:
         if isinstance(item, Score):
             records.append(item.to_record(include_trace=False))
-            images.update(hashed_images(item))
+            images.update(item.images_by_hash())
         elif isinstance(item, Mapping) and "id" in item:
             records.append(dict(item))
         else:
@@ -227,8 +170,6 @@ def split_by_settings(run: Run) -> tuple[list[Run], str | None]:
     """``run`` as one run per fingerprint (the settings that made its records), so no number
     pools records made with different settings; with the problem line that says so (None
     when every record shares one fingerprint)."""
-    from cigeval.results.fingerprint import differing_settings, fingerprint_of, settings_of_record
-
     groups: dict[str, list[dict[str, Any]]] = {}
     for record in run.records:
         groups.setdefault(fingerprint_of(record), []).append(record)

@@ -1,13 +1,15 @@
-"""Correlation statistics (Spearman, Pearson, Kendall) and paired bootstrap resampling.
+"""The statistics cigeval's numbers share: correlations (Spearman, Pearson, Kendall),
+average ranks, bootstrap resampling and percentile intervals. Meta-evaluation, the report
+and the comparisons all compute through here.
 
-:func:`correlation` uses scipy (loaded on first use); the resampling helpers and
-:func:`rowwise_correlation` for Spearman and Pearson need numpy only, so a report
-(:mod:`cigeval.report.stats`) never loads scipy.
+Spearman and Pearson need numpy only (so a report never loads scipy); Kendall loads scipy on
+first use.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -33,7 +35,8 @@ def undefined_reason(x: np.ndarray, y: np.ndarray, min_samples: int = MIN_SAMPLE
 def correlation(
     x: np.ndarray, y: np.ndarray, method: Method = "spearman", min_samples: int = MIN_SAMPLES
 ) -> float:
-    """The correlation of paired samples, or NaN when it is undefined.
+    """The correlation of paired samples, or NaN when it is undefined (equal to scipy's
+    ``spearmanr``/``pearsonr``/``kendalltau``; Spearman and Pearson without loading scipy).
 
     Undefined means fewer than ``min_samples`` pairs or a constant side (no ranking to agree
     with); callers report those cells rather than averaging over them silently.
@@ -44,15 +47,13 @@ def correlation(
         raise ValueError(f"x and y differ in length: {x.shape} vs {y.shape}")
     if undefined_reason(x, y, min_samples) is not None:
         return math.nan
-    from scipy import stats
-
-    if method == "spearman":
-        return float(stats.spearmanr(x, y).statistic)
-    if method == "pearson":
-        return float(stats.pearsonr(x, y).statistic)
     if method == "kendall":
+        from scipy import stats
+
         return float(stats.kendalltau(x, y).statistic)
-    raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+    return float(rowwise_correlation(x[None, :], y[None, :], method)[0])
 
 
 def _rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -141,3 +142,29 @@ def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float,
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(finite, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+#: Resamples of a mean are drawn in blocks of this many, so a large group needs no huge matrix.
+_BLOCK = 256
+
+
+def bootstrap_mean_interval(
+    values: Sequence[float], n_boot: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (deterministic for a seed).
+
+    One value gives the degenerate interval (v, v); none gives (nan, nan).
+    """
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return math.nan, math.nan
+    if data.size == 1:
+        return float(data[0]), float(data[0])
+    if n_boot <= 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    for start in range(0, n_boot, _BLOCK):
+        count = min(_BLOCK, n_boot - start)
+        means[start : start + count] = data[bootstrap_indices(data.size, count, rng)].mean(axis=1)
+    return percentile_interval(means, level)
