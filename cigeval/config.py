@@ -32,7 +32,12 @@ from pydantic import (
 )
 
 from cigeval.errors import ConfigError
-from cigeval.messages import DEFAULT_MAX_REPLY_CHARS, TOKEN_CAP_FACTOR, GenerationSettings
+from cigeval.messages import (
+    DEFAULT_MAX_REPLY_CHARS,
+    PROVIDER_DEFAULT,
+    TOKEN_CAP_FACTOR,
+    GenerationSettings,
+)
 from cigeval.method import DEFAULT_METHOD, Method, with_method_settings
 from cigeval.rules import COMBINE_RULES, Aggregate
 from cigeval.tools.settings import DifferenceConfig, GroundingConfig
@@ -44,6 +49,10 @@ def default_cache_dir() -> Path:
         return Path(os.environ["CIGEVAL_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "cigeval"
+
+
+#: The sampling settings the paper's method leaves to the provider (not sent unless given).
+SAMPLING_SETTINGS = ("temperature", "max_tokens", "seed")
 
 
 def _flag(name: str, **extra: Any) -> dict[str, Any]:
@@ -74,17 +83,19 @@ class EvalConfig(BaseModel):
         description="judging scheme: cigeval, viescore, lmm_score, ... ('cigeval rubrics')",
         json_schema_extra=_flag("--rubric", metavar="NAME"),
     )
-    temperature: float = Field(
-        0.0,
+    temperature: float | None = Field(
+        None,
         ge=0,
-        description="sampling temperature of the judge (0: deterministic)",
-        json_schema_extra=_flag("--temperature"),
+        description="sampling temperature of the judge (0: deterministic; not given: not sent, "
+        "the provider's default, as the official code; extended: 0)",
+        json_schema_extra=_flag("--temperature", by_method=True),
     )
-    max_tokens: int = Field(
-        1024,
+    max_tokens: int | None = Field(
+        None,
         ge=1,
-        description="reply length limit per call",
-        json_schema_extra=_flag("--max-tokens"),
+        description="reply length limit per call (not given: not sent, the provider's "
+        "default, as the official code; extended: 1024)",
+        json_schema_extra=_flag("--max-tokens", by_method=True),
     )
     max_tokens_cap: int | None = Field(
         None,
@@ -102,7 +113,10 @@ class EvalConfig(BaseModel):
         json_schema_extra=_flag("--max-reply-chars", metavar="CHARS"),
     )
     seed: int | None = Field(
-        0, description="sent where the API takes a seed", json_schema_extra=_flag("--seed")
+        None,
+        description="sent where the API takes a seed (not given: not sent, as the official "
+        "code; extended: 0)",
+        json_schema_extra=_flag("--seed", by_method=True),
     )
     top_p: float | None = Field(
         None,
@@ -224,11 +238,13 @@ class EvalConfig(BaseModel):
         return cap
 
     @property
-    def token_cap(self) -> int:
+    def token_cap(self) -> int | None:
         """The largest token budget a re-ask after a cut reply may use (``max_tokens_cap``,
         by default :data:`~cigeval.messages.TOKEN_CAP_FACTOR` x ``max_tokens``)."""
         if self.max_tokens_cap is not None:
             return self.max_tokens_cap
+        if self.max_tokens is None:  # no budget is sent, so none can grow
+            return None
         return TOKEN_CAP_FACTOR * self.max_tokens
 
     @model_validator(mode="wrap")
@@ -257,8 +273,13 @@ class EvalConfig(BaseModel):
         )
 
     def record(self) -> dict[str, Any]:
-        """JSON-serialisable form stored with each Score (never holds secrets)."""
-        return self.model_dump(mode="json")
+        """JSON-serialisable form stored with each Score (never holds secrets); a sampling
+        setting that is not sent reads "provider default"."""
+        record = self.model_dump(mode="json")
+        for name in SAMPLING_SETTINGS:
+            if record.get(name) is None:
+                record[name] = PROVIDER_DEFAULT
+        return record
 
 
 def calls_in_flight(run_config: RunConfig) -> int:

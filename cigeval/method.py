@@ -33,6 +33,9 @@ METHOD_SETTINGS: dict[str, dict[str, Any]] = {
         "difference": {"preset": "official"},
     },
     "extended": {
+        "temperature": 0.0,
+        "max_tokens": 1024,
+        "seed": 0,
         "image_encoding": "original",
         "tool_use": "any",
         "tool_text": "detailed",

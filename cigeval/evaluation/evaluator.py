@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
 from cigeval.backends.cache import bypass_cached_answers
-from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+from cigeval.config import SAMPLING_SETTINGS, EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
 from cigeval.evaluation._sync import run_sync
@@ -286,6 +286,7 @@ class Evaluator:
             scene_graph_model=(
                 self.scene_graph_backend.identity if self.scene_graph_backend else None
             ),
+            sampling={name: self.config.record()[name] for name in SAMPLING_SETTINGS},
         )
 
     async def _judge_once(
