@@ -191,6 +191,29 @@ class EvalConfig(BaseModel):
         "visible)",
         json_schema_extra=_flag("--scene-graph-prompt", by_method=True),
     )
+    request_layout: Literal["official", "cigeval"] = Field(
+        "official",
+        description="how the planner, judge and scene-graph requests are laid out: official "
+        "(one user message, the whole text first, then the images unlabelled, the tool text "
+        "inside the rules, per-task templates as the official code; built-in tasks) or "
+        "cigeval (a system message, labelled images between the text parts, the tool output "
+        "after the images)",
+        json_schema_extra=_flag("--request-layout", by_method=True),
+    )
+    scene_graph_calls: Literal["per_question", "per_image"] = Field(
+        "per_question",
+        description="how often a scene graph is asked for: per_question (anew for every "
+        "sub-question that uses the tool, as the official code) or per_image (once per "
+        "distinct image per sample, shared by the sub-questions)",
+        json_schema_extra=_flag("--scene-graph-calls", by_method=True),
+    )
+    scene_graph_text: Literal["as_written", "json"] = Field(
+        "as_written",
+        description="how a scene graph reaches the judge: as_written (the text of the reply's "
+        "json-fenced block, else the whole reply, as the official code) or json (parsed and "
+        "written again as indented JSON)",
+        json_schema_extra=_flag("--scene-graph-text", by_method=True),
+    )
     scene_graph_model: str | None = Field(
         None,
         description="the model that writes scene graphs, as a model spec (default: the "
