@@ -83,7 +83,7 @@ def test_plan_is_matched_by_task_id_not_position(seven):
     def reply(request: ModelRequest) -> str:
         text = request_text(request)
         calls.append(text)
-        return plan if "### Questions" in text else '{"score": 6, "reasoning": "ok"}'
+        return plan if "### Task" in text else '{"score": 6, "reasoning": "ok"}'
 
     ev, _ = make_evaluator(reply, tool_use="any")  # Difference runs in every task
     score = ev.evaluate(seven["text_guided_ie"])
@@ -171,7 +171,7 @@ def test_more_rounds_when_the_judge_asks_for_another_tool(seven):
 
     def reply(request):
         text = request_text(request)
-        if "### Questions" in text:
+        if "### Task" in text:
             return '[{"task_id": "1", "reasoning": "-", "used": "no", "tool": "None"}]'
         return next(judge_replies)
 

@@ -63,7 +63,7 @@ def _three_rounds() -> tuple[list[str], Any]:
     )
 
     def reply(request: ModelRequest) -> str:
-        return PLAN if "### Questions" in request_text(request) else next(judge)
+        return PLAN if "### Task" in request_text(request) else next(judge)
 
     return [], reply
 
@@ -177,7 +177,7 @@ def test_a_reasked_round_continues_from_the_reply_that_worked(sample) -> None:
     )
 
     def reply(request: ModelRequest) -> str:
-        return PLAN if "### Questions" in request_text(request) else next(judge)
+        return PLAN if "### Task" in request_text(request) else next(judge)
 
     backend = ScriptedBackend(reply)
     with TOOLS.scoped():

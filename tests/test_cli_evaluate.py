@@ -56,7 +56,7 @@ def test_seven_tasks_through_the_cli(env: Path, capsys):
     assert over["tool"] is None and over["degraded"] and "only in mask_guided_ie" in over["note"]
     # one tool plan per sample + one judge call per sub-question, nothing else
     n_questions = sum(len(get_task(s["task"]).sub_questions) for s in seven_task_samples(env))
-    plans = [r for r in requests if "### Questions" in request_text(r.body)]
+    plans = [r for r in requests if "### Task" in request_text(r.body)]
     assert len(plans) == 7
     assert sum(r["usage"]["calls"] for r in records.values()) == 7 + n_questions
     cached = sum(r["usage"]["cached_calls"] for r in records.values())
@@ -239,7 +239,7 @@ def test_tools_flag_enables_ocr_and_rejects_unknown_tools(env: Path, capsys):
         try:
             assert run(server, samples, env / "b.jsonl", "--tools", "Grounding,OCR") == 0
             assert "OCR" in {t.name for t in registered_tools()}
-            plan = next(r for r in server.requests if "### Questions" in request_text(r.body))
+            plan = next(r for r in server.requests if "### Task" in request_text(r.body))
             assert "- OCR:" in request_text(plan.body)
             assert "- Difference:" not in request_text(plan.body)
         finally:

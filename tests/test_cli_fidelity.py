@@ -94,7 +94,7 @@ def _two_rounds(second_tool: str) -> Any:
 
     def reply(body: dict[str, Any]) -> str:
         text = request_text(body)
-        if "### Questions" in text:
+        if "### Task" in text:
             return _plan_with("Difference", "None")
         if "carried out" not in text:  # over-editing
             return '{"score": 9, "reasoning": "minimal"}'
@@ -153,7 +153,7 @@ def test_fallbacks_through_the_cli(env: Path) -> None:
     def reply(plan: str) -> Any:
         def answer(body: dict[str, Any]) -> str:
             text = request_text(body)
-            return plan if "### Questions" in text else '{"score": 7, "reasoning": "ok"}'
+            return plan if "### Task" in text else '{"score": 7, "reasoning": "ok"}'
 
         return answer
 
@@ -184,7 +184,7 @@ def test_presets_and_the_scene_graph_prompt_through_the_cli(env: Path) -> None:
 
     def reply(body: dict[str, Any]) -> str:
         text = request_text(body)
-        if "### Questions" in text:
+        if "### Task" in text:
             return _plan_with("SceneGraph")
         if "VARIANT SCENE GRAPH PROMPT" in text:
             return '{"objects": [], "relationships": []}'
@@ -235,7 +235,7 @@ def test_masks_differences_and_default_queries_through_the_cli(env: Path) -> Non
 
     def reply(body: dict[str, Any]) -> str:
         text = request_text(body)
-        if "### Questions" in text:
+        if "### Task" in text:
             return _plan_with("Highlight", "MaskFocus")
         return '{"score": 6, "reasoning": "ok"}'
 

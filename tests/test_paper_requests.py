@@ -152,7 +152,7 @@ def choose(tool: str | None) -> Any:
 
     def reply(request: ModelRequest) -> str:
         text = request_text(request)
-        if "### Questions" in text:
+        if "### Task" in text:
             ids = re.findall(r"- task_id (\d+):", text)
             entries = [
                 {"task_id": i, "reasoning": "-", "used": "yes" if tool else "no",
@@ -208,7 +208,7 @@ def test_without_tools_the_requests_are_the_official_ones(samples, task: str) ->
     fields = by_task[task]
     planner_images, questions = PAPER[task]
     score, requests, _ = run(folder, task, fields, None)
-    plan = next(r for r in requests if "### Questions" in request_text(r))
+    plan = next(r for r in requests if "### Task" in request_text(r))
     planned = _image_parts(plan)
     assert tuple(p.label for p in planned) == planner_images
     for part in planned:  # the side-by-side concept image whole, as the official planner
@@ -352,7 +352,7 @@ def test_the_extended_method_is_version_0_2s_behaviour(samples) -> None:
     folder, by_task = samples
     fields = by_task["text_guided_ie"]
     score, requests, _ = run(folder, "text_guided_ie", fields, "Grounding", method="extended")
-    plan = next(r for r in requests if "### Questions" in request_text(r))
+    plan = next(r for r in requests if "### Task" in request_text(r))
     source = next(p for p in _image_parts(plan) if p.label == "source")
     assert source.image.data == (folder / fields["images"]["source"]).read_bytes()
     judge_texts = [request_text(r) for r in requests if "RULES:" in request_text(r)]
@@ -385,7 +385,7 @@ def test_both_concepts_take_the_official_planners_one_choice(samples) -> None:
 
     def planner(request: ModelRequest) -> str:
         text = request_text(request)
-        if "### Questions" in text:
+        if "### Task" in text:
             asked.append(text)
             ids = re.findall(r"- task_id (\d+):", text)
             first = {"task_id": "1", "used": "yes", "tool": "Scene Graph"}

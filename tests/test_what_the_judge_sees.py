@@ -110,7 +110,7 @@ def test_each_concept_question_sees_its_own_half(samples, method: str) -> None:
     _, planned = _evaluate(
         folder, "multi_concept_ic", fields, rule_judge(), method=method, preflight=False
     )
-    plan = next(r for r in planned if "### Questions" in request_text(r))
+    plan = next(r for r in planned if "### Task" in request_text(r))
     sizes = [(p.label, (p.image.width, p.image.height)) for p in _image_parts(plan)]
     assert sizes == [("subject", pair.size), ("output", expected_size("output"))]
     assert "left half: the first concept" in request_text(plan)
@@ -139,7 +139,7 @@ def _image_parts(request: ModelRequest) -> list[ImagePart]:
 def _highlight_everything(request: ModelRequest) -> str:
     """A planner writing the official code's tool name and no query; a judge scoring 6."""
     text = request_text(request)
-    if "### Questions" in text:
+    if "### Task" in text:
         ids = re.findall(r"- task_id (\d+):", text)
         entries = [
             {"task_id": i, "reasoning": "look", "used": "yes", "tool": "Highlight"} for i in ids
@@ -206,7 +206,7 @@ def _choose(tool: str) -> Any:
 
     def reply(request: ModelRequest) -> str:
         text = request_text(request)
-        if "### Questions" in text:
+        if "### Task" in text:
             ids = re.findall(r"- task_id (\d+):", text)
             return json.dumps(
                 [{"task_id": i, "reasoning": "-", "used": "yes", "tool": tool} for i in ids]
@@ -240,7 +240,7 @@ def test_the_planner_sees_the_images_the_doc_lists(samples, method: str) -> None
     column = next(name for name in rows["text_guided_ig"] if f"`{method}`" in name)
     for task, fields in by_task.items():
         _, requests = _evaluate(folder, task, fields, rule_judge(), method=method)
-        plan = next(r for r in requests if "### Questions" in request_text(r))
+        plan = next(r for r in requests if "### Task" in request_text(r))
         assert [p.label for p in _image_parts(plan)] == ticked(rows[task][column]), task
         asks_query = '"query"' in request_text(plan)
         assert asks_query is (method == "extended"), task
