@@ -438,9 +438,10 @@ class EnsembleConfig(BaseModel):
     """How many judgments to make per sample and how to combine them.
 
     Each model (``--model`` repeated) is asked ``samples_per_model`` times; with more than one
-    sample per model the extra ones run at ``temperature`` with seeds ``seed, seed+1, ...`` so
-    they differ (and each is cached separately). ``level`` chooses whether sub-question scores
-    are combined before the task's aggregate (``sub_question``) or final scores (``final``).
+    sample per model the extra ones run at ``temperature`` with seeds ``seed, seed+1, ...`` (from 0
+    without ``--seed``) so they differ (and each is cached separately). ``level`` chooses
+    whether sub-question scores are combined before the task's aggregate (``sub_question``) or
+    final scores (``final``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)

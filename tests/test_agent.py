@@ -108,6 +108,7 @@ def test_highlight_hint_only_when_something_was_highlighted(seven):
                 rule_judge(tools={"follow the text prompt": "Marker"}),
                 tools=("Marker",),
                 tool_text="detailed",
+                request_layout="cigeval",  # its tool header (the paper layout has no header)
             )
             score = ev.evaluate(seven["text_guided_ig"])
         finally:
@@ -296,7 +297,9 @@ def test_html_display_shows_images_and_sub_scores(seven):
 def test_prompt_variants_replace_templates_and_form_an_ensemble(seven, tmp_path):
     variant = tmp_path / "strict"
     variant.mkdir()
-    (variant / "prompt_following.j2").write_text("STRICT VARIANT: judge the prompt harshly.")
+    # the paper layout's judge template of the question (exact text, {name} placeholders)
+    strict = "STRICT VARIANT: judge the prompt harshly.\n{tool_text}\nText Prompt: {text}\n"
+    (variant / "paper_judge_text_guided_ig_prompt_following.txt").write_text(strict)
     backend = ScriptedBackend(rule_judge())
     ev = Evaluator(
         backend,

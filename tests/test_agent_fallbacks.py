@@ -112,8 +112,11 @@ def test_an_unknown_tool_after_the_re_asks_is_judged_without_a_tool(seven) -> No
     assert over.tool == "Difference" and over.note is None and not over.degraded  # kept
     assert set(_fallbacks(score)) == {"edit_success"}
     judge = [r for r in backend.requests if "RULES:" in request_text(r)]
-    edit_request = next(r for r in judge if "carried out" in request_text(r))
-    assert "TOOL OUTPUT" not in request_text(edit_request)
+    edit_request = next(r for r in judge if "carries out the editing" in request_text(r))
+    over_request = next(r for r in judge if "over-edited" in request_text(r))
+    # the paper layout's tool text: nothing for the fallback, the focus sentence for Difference
+    assert "highlighted parts" not in request_text(edit_request)
+    assert "highlighted parts" in request_text(over_request)
 
 
 def test_a_tool_that_is_not_offered_falls_back(seven) -> None:

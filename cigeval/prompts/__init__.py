@@ -78,13 +78,11 @@ def templates_sha256(prompt_dir: str | os.PathLike[str] | None = None) -> str:
     recent = _recent.get(key)
     if recent is not None and now - recent[0] < SIGNATURE_TTL_S:
         return recent[1]
-    files = {p.name: p for suffix in _SUFFIXES for p in BUILTIN_FOLDER.glob(f"*{suffix}")}
+    files = {p.name: p for p in BUILTIN_FOLDER.glob("*") if p.suffix in _SUFFIXES}
     if prompt_dir is not None:
         folder = Path(prompt_dir).expanduser()
         if folder.is_dir():
-            files.update(
-                {p.name: p for suffix in _SUFFIXES for p in folder.glob(f"*{suffix}") if p.is_file()}
-            )
+            files.update({p.name: p for p in folder.glob("*") if p.suffix in _SUFFIXES and p.is_file()})
     signature = []
     for name in sorted(files):
         try:
