@@ -326,3 +326,23 @@ def test_official_prompts_refuses_a_folder_that_is_not_the_official_code(
     assert main(["official-prompts", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "lacks prompts the paper layout needs" in err and "Text_Guided_IE_Rule" in err
+
+
+def test_a_paper_run_whose_judge_is_not_gpt4o_says_where_the_papers_graphs_came_from(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from cigeval.backends import ScriptedBackend
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "scene graphs came from" in r.getMessage()]
+
+    with caplog.at_level("WARNING"):
+        Evaluator(ScriptedBackend(rule_judge()), run_config=NO_CACHE)
+    (warning,) = warnings()
+    assert "--scene-graph-model openai:gpt-4o-2024-05-13" in warning
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        Evaluator(ScriptedBackend(rule_judge()), run_config=NO_CACHE, method="extended")
+        Evaluator(ScriptedBackend(rule_judge()), run_config=NO_CACHE, tools=("Grounding",))
+        Evaluator(f"openai:{MODEL}", base_url="http://127.0.0.1:9/v1", run_config=NO_CACHE)
+    assert warnings() == []
