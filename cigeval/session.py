@@ -262,7 +262,10 @@ class JudgeSession:
             [
                 settings.as_dict(),
                 *(
-                    [m.role, *(p.text if isinstance(p, TextPart) else p.image.sha256 for p in m.parts)]
+                    [
+                        m.role,
+                        *(p.text if isinstance(p, TextPart) else p.image.sha256 for p in m.parts),
+                    ]
                     for m in messages
                 ),
             ]

@@ -149,7 +149,9 @@ def test_each_request_is_laid_out_as_the_official_one(samples, task: str, tool: 
     assert shown > 0
     if tool == "SceneGraph":
         # asked anew for every image of every sub-question, as the official code does
-        expected = sum(len(q.image_roles) for q in __import__("cigeval").tasks.get_task(task).sub_questions)
+        expected = sum(
+            len(q.image_roles) for q in __import__("cigeval").tasks.get_task(task).sub_questions
+        )
         assert graphs == expected
     else:
         assert graphs == 0
@@ -188,7 +190,7 @@ def _functions(path: Path, names: tuple[str, ...], namespace: dict[str, Any]) ->
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name in names:
-            exec(compile(ast.Module([node], []), str(path), "exec"), namespace)  # noqa: S102
+            exec(compile(ast.Module([node], []), str(path), "exec"), namespace)
 
 
 def _data_uri(image: Image.Image) -> str:
@@ -202,7 +204,10 @@ class Official:
 
     def __init__(self, root: Path) -> None:
         self.prompts: dict[str, Any] = {}
-        exec(compile((root / "agent/prompt_agent.py").read_text("utf-8"), "prompt_agent", "exec"), self.prompts)  # noqa: S102
+        exec(
+            compile((root / "agent/prompt_agent.py").read_text("utf-8"), "prompt_agent", "exec"),
+            self.prompts,
+        )
         graph_tree = ast.parse((root / "tools/scene_graph.py").read_text("utf-8"))
         self.sg_prompt = next(
             n.value.value
@@ -223,7 +228,9 @@ class Official:
         self.send([link], self.sg_prompt)
         return str(self.ns["clean_text"](GRAPH_REPLY))
 
-    def judge(self, name: str, values: list[tuple[str, str]], links: list[str], tool: str, task: str) -> None:
+    def judge(
+        self, name: str, values: list[tuple[str, str]], links: list[str], tool: str, task: str
+    ) -> None:
         tool = tool if runs(tool, task) else "None"
         text = self.prompts[name]
         for key, value in values:
@@ -233,7 +240,9 @@ class Official:
         self.send(shown, text)
 
 
-def official_bodies(root: Path, task: str, fields: dict[str, Any], folder: Path, tool: str) -> list[dict[str, Any]]:
+def official_bodies(
+    root: Path, task: str, fields: dict[str, Any], folder: Path, tool: str
+) -> list[dict[str, Any]]:
     """The official evaluate pass's requests for the sample, from the clone (evaluate.py)."""
     off = Official(root)
     p = off.prompts
@@ -242,7 +251,12 @@ def official_bodies(root: Path, task: str, fields: dict[str, Any], folder: Path,
         with Image.open(folder / fields["images"][name]) as image:
             return _data_uri(ImageOps.exif_transpose(image).convert("RGB"))
 
-    text, instruction, subject = fields.get("prompt", ""), fields.get("instruction", ""), fields.get("subject", "")
+    text, instruction, subject = (
+        fields.get("prompt", ""),
+        fields.get("instruction", ""),
+        fields.get("subject", ""),
+    )
+
     def plan(prefix: str, value: tuple[str, str], links: list[str], tasks: int = 2) -> None:
         rule = p[f"{prefix}_Rule"].replace("{" + value[0] + "}", value[1])
         described = rule + "".join(p[f"{prefix}_Task_{i}"] for i in range(1, tasks + 1))
@@ -253,30 +267,67 @@ def official_bodies(root: Path, task: str, fields: dict[str, Any], folder: Path,
         links = [uri("source"), uri("output")]
         plan(prefix, ("instruction", instruction), links)
         for n in (1, 2):
-            off.judge(f"{prefix}_Task_{n}_evaluation", [("instruction", instruction)], links, tool, task)
+            off.judge(
+                f"{prefix}_Task_{n}_evaluation", [("instruction", instruction)], links, tool, task
+            )
     elif task == "subject_driven_ie":
-        plan("Subject_Driven_IE", ("subject", subject), [uri("source"), uri("subject"), uri("output")])
-        off.judge("Subject_Driven_IE_Task_1_evaluation", [("subject", subject)], [uri("subject"), uri("output")], tool, task)
-        off.judge("Subject_Driven_IE_Task_2_evaluation", [], [uri("source"), uri("output")], tool, task)
+        plan(
+            "Subject_Driven_IE",
+            ("subject", subject),
+            [uri("source"), uri("subject"), uri("output")],
+        )
+        off.judge(
+            "Subject_Driven_IE_Task_1_evaluation",
+            [("subject", subject)],
+            [uri("subject"), uri("output")],
+            tool,
+            task,
+        )
+        off.judge(
+            "Subject_Driven_IE_Task_2_evaluation", [], [uri("source"), uri("output")], tool, task
+        )
     elif task == "multi_concept_ic":
         plan("Multi_Concept_IC", ("text", text), [uri("subject"), uri("output")])
         with Image.open(folder / fields["images"]["subject"]) as pair:
             w, h = pair.width, pair.height
-            halves = [_data_uri(pair.crop((0, 0, w * 0.5, h))), _data_uri(pair.crop((w * 0.5, 0, w, h)))]
+            halves = [
+                _data_uri(pair.crop((0, 0, w * 0.5, h))),
+                _data_uri(pair.crop((w * 0.5, 0, w, h))),
+            ]
         for half, concept in zip(halves, fields["concepts"], strict=True):
-            off.judge("Multi_Concept_IC_Task_1_evaluation", [("text", text), ("subject", concept)], [half, uri("output")], tool, task)
-        off.judge("Multi_Concept_IC_Task_2_evaluation", [("text", text)], [uri("output")], tool, task)
+            off.judge(
+                "Multi_Concept_IC_Task_1_evaluation",
+                [("text", text), ("subject", concept)],
+                [half, uri("output")],
+                tool,
+                task,
+            )
+        off.judge(
+            "Multi_Concept_IC_Task_2_evaluation", [("text", text)], [uri("output")], tool, task
+        )
     elif task == "text_guided_ig":
         plan("Text_Guided_IG", ("text", text), [uri("output")], tasks=1)
         off.judge("Text_Guided_IG_Task_1_evaluation", [("text", text)], [uri("output")], tool, task)
     elif task == "control_guided_ig":
         plan("Control_Guided_IG", ("text", text), [uri("control"), uri("output")])
-        off.judge("Control_Guided_IG_Task_1_evaluation", [], [uri("control"), uri("output")], tool, task)
-        off.judge("Control_Guided_IG_Task_2_evaluation", [("text", text)], [uri("output")], tool, task)
+        off.judge(
+            "Control_Guided_IG_Task_1_evaluation", [], [uri("control"), uri("output")], tool, task
+        )
+        off.judge(
+            "Control_Guided_IG_Task_2_evaluation", [("text", text)], [uri("output")], tool, task
+        )
     elif task == "subject_driven_ig":
         plan("Subject_Driven_IG", ("text", text), [uri("subject"), uri("output")])
-        off.judge("Subject_Driven_IG_Task_1_evaluation", [("subject", subject)], [uri("subject"), uri("output")], tool, task)
-        off.judge("Subject_Driven_IG_Task_2_evaluation", [("text", text)], [uri("output")], tool, task)
+        off.judge(
+            "Subject_Driven_IG_Task_1_evaluation",
+            [("subject", subject)],
+            [uri("subject"), uri("output")],
+            tool,
+            task,
+        )
+        off.judge(
+            "Subject_Driven_IG_Task_2_evaluation", [("text", text)], [uri("output")], tool, task
+        )
     return off.bodies
 
 
@@ -334,7 +385,9 @@ def test_a_paper_run_whose_judge_is_not_gpt4o_says_where_the_papers_graphs_came_
     from cigeval.backends import ScriptedBackend
 
     def warnings() -> list[str]:
-        return [r.getMessage() for r in caplog.records if "scene graphs came from" in r.getMessage()]
+        return [
+            r.getMessage() for r in caplog.records if "scene graphs came from" in r.getMessage()
+        ]
 
     with caplog.at_level("WARNING"):
         Evaluator(ScriptedBackend(rule_judge()), run_config=NO_CACHE)

@@ -6,7 +6,6 @@ sets it beside the paper's appendix, for both method profiles."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,14 @@ import pytest
 from PIL import Image
 
 from cigeval import Evaluator, RunConfig
+from cigeval.agent.paper_layout import FOCUS
 from cigeval.backends import ScriptedBackend
 from cigeval.messages import ImagePart, ModelRequest
+from cigeval.prompts.exact import fill as fill_exact
 from cigeval.sample import sample_from_dict
 from cigeval.tasks import TASK_IDS, get_task
 from cigeval.testing import request_text, rule_judge
 from cigeval.tools import GroundingTool
-from cigeval.agent.paper_layout import FOCUS
-from cigeval.prompts.exact import fill as fill_exact
 from cigeval.tools.registry import TOOLS
 from tests.judge_view import (
     RecordingDetector,

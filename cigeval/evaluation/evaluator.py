@@ -77,6 +77,8 @@ def scene_graph_warning(config: EvalConfig, judges: list[str]) -> str | None:
         f"here the judge ({', '.join(others)}) writes them. For the paper's graphs pass "
         "--scene-graph-model openai:gpt-4o-2024-05-13"
     )
+
+
 #: What the evaluator accepts as a sample: a Sample, a line of a samples file, or a dict.
 SampleInput = Sample | SampleLine | dict[str, Any]
 

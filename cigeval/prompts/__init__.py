@@ -82,7 +82,9 @@ def templates_sha256(prompt_dir: str | os.PathLike[str] | None = None) -> str:
     if prompt_dir is not None:
         folder = Path(prompt_dir).expanduser()
         if folder.is_dir():
-            files.update({p.name: p for p in folder.glob("*") if p.suffix in _SUFFIXES and p.is_file()})
+            files.update(
+                {p.name: p for p in folder.glob("*") if p.suffix in _SUFFIXES and p.is_file()}
+            )
     signature = []
     for name in sorted(files):
         try:

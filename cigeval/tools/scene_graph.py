@@ -66,7 +66,8 @@ class SceneGraph:
     graph: Any | None
 
     def as_text(self, form: str = "json") -> str:
-        """Pretty JSON when parsed, else the raw reply; ``form="as_written"``: :func:`as_written`."""
+        """Pretty JSON when parsed, else the raw reply; under ``form="as_written"`` the graph
+        as the official code passes it (:func:`as_written`)."""
         if form == "as_written":
             return as_written(self.raw)
         if self.graph is None:
