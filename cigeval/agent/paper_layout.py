@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.prompts import render
 from cigeval.prompts.exact import exact_path, fill
+from cigeval.registry import normalize_name
 from cigeval.tasks.spec import field_text
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from cigeval.sample import Sample
     from cigeval.sample_run import SampleRun
     from cigeval.tasks import SubQuestion, TaskSpec
-    from cigeval.tools import ToolResult
+    from cigeval.tools import Tool, ToolResult
 
 #: The planner's template; its ``{task}`` is the task's own template (:func:`plan_template`).
 PLANNER = "paper_planner"
@@ -68,6 +69,8 @@ PLAN_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "control_guided_ig": ("text",),
 }
 _ANY = ("text", "instruction", "subject")
+#: The tools the official planner prompt lists (cigeval's names, normalised).
+_OFFICIAL_TOOLS = {normalize_name(name) for name in ("Grounding", "Scene Graph", "Difference")}
 
 
 def judge_template(task_id: str, question_id: str) -> str:
@@ -157,13 +160,23 @@ def judge_messages(
     return [Message("user", tuple(parts))]
 
 
-def plan_messages(run: SampleRun, spec: TaskSpec, roles: list[str]) -> list[Message]:
+def plan_messages(
+    run: SampleRun, spec: TaskSpec, roles: list[str], tools: list[Tool]
+) -> list[Message]:
     """One user message: the planner's prompt with the task's description, then the images
-    ``roles`` (the task's input order), unlabelled."""
+    ``roles`` (the task's input order), unlabelled. Tools the official code does not have
+    (OCR, a plugin's) are listed in a text part of their own after the prompt, only when
+    offered."""
     prompt_dir = run.config.prompt_dir
     names = PLAN_PLACEHOLDERS.get(spec.id, _ANY)
     values = [(name, _value(run.sample, name, None)) for name in names]
     task = fill(plan_template(spec.id), values, prompt_dir)
     parts: list[TextPart | ImagePart] = [TextPart(fill(PLANNER, [("task", task)], prompt_dir))]
+    extra = [t for t in tools if normalize_name(t.name) not in _OFFICIAL_TOOLS]
+    if extra:
+        described = [{"name": t.name, "description": t.description} for t in extra]
+        parts.append(
+            TextPart(render("planner_more_tools.j2", prompt_dir=prompt_dir, tools=described))
+        )
     parts += [ImagePart(run.encode(run.images[role]), role) for role in roles]
     return [Message("user", tuple(parts))]

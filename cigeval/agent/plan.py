@@ -74,7 +74,8 @@ def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> li
     sample = run.sample
     config = run.config
     if paper_layout.official_plan(config, spec):
-        return paper_layout.plan_messages(run, spec, _planner_roles(run, spec, in_task_order=True))
+        roles = _planner_roles(run, spec, in_task_order=True)
+        return paper_layout.plan_messages(run, spec, roles, tools)
     paper = config.planner_prompt == "paper"
     conditions = []
     for field in (*_PLAN_FIELDS, *spec.declared_text_fields):
