@@ -173,7 +173,11 @@ async def test_prompt_dir_replaces_the_scene_graph_prompt(make_ctx: MakeCtx, tmp
         judge = FakeJudge()
         config = EvalConfig(prompt_dir=str(tmp_path), request_layout=layout)
         ctx = make_ctx(
-            "text_guided_ig", "prompt_following", {"output": output}, call_model=judge, config=config
+            "text_guided_ig",
+            "prompt_following",
+            {"output": output},
+            call_model=judge,
+            config=config,
         )
         await SceneGraphTool().run(ctx)
         ((_, messages),) = judge.calls
