@@ -86,15 +86,14 @@ class EvalConfig(BaseModel):
     temperature: float | None = Field(
         None,
         ge=0,
-        description="sampling temperature of the judge (0: deterministic; not given: not sent, "
-        "the provider's default, as the official code; extended: 0)",
+        description="sampling temperature of the judge (0: deterministic; paper: not sent, "
+        "the provider's default, as the official code)",
         json_schema_extra=_flag("--temperature", by_method=True),
     )
     max_tokens: int | None = Field(
         None,
         ge=1,
-        description="reply length limit per call (not given: not sent, the provider's "
-        "default, as the official code; extended: 1024)",
+        description="reply length limit per call",
         json_schema_extra=_flag("--max-tokens", by_method=True),
     )
     max_tokens_cap: int | None = Field(
@@ -114,8 +113,7 @@ class EvalConfig(BaseModel):
     )
     seed: int | None = Field(
         None,
-        description="sent where the API takes a seed (not given: not sent, as the official "
-        "code; extended: 0)",
+        description="sent where the API takes a seed (paper: not sent, as the official code)",
         json_schema_extra=_flag("--seed", by_method=True),
     )
     top_p: float | None = Field(
