@@ -107,12 +107,9 @@ class SceneGraphTool:
         form = ctx.config.scene_graph_text
         sections = []
         for role, graph in graphs.items():
-            if form == "as_written":
-                head = f"Scene graph of the {role} image:"
-            elif graph.graph is None:
+            head = f"Scene graph of the {role} image:"
+            if graph.graph is None and form == "json":
                 head = f"Scene graph of the {role} image (the reply was not JSON; as written):"
-            else:
-                head = f"Scene graph of the {role} image:"
             sections.append(f"{head}\n{graph.as_text(form)}")
         return ToolResult(
             tool=self.name,
