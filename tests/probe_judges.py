@@ -179,7 +179,7 @@ def request_parts(request: ModelRequest | dict[str, Any]) -> list[str | Image.Im
 
 
 def _condition(text: str) -> str:
-    found = re.findall(r"^(?:Text prompt|Editing instruction): (.+)$", text, re.MULTILINE)
+    found = re.findall(r"^(?:Text [Pp]rompt|Editing instruction): (.+)$", text, re.MULTILINE)
     return found[-1] if found else ""
 
 
