@@ -35,7 +35,12 @@ from pydantic import (
 
 from cigeval._flag import flag as _flag
 from cigeval.errors import ConfigError
-from cigeval.messages import DEFAULT_MAX_REPLY_CHARS, TOKEN_CAP_FACTOR, GenerationSettings
+from cigeval.messages import (
+    DEFAULT_MAX_REPLY_CHARS,
+    PROVIDER_DEFAULT,
+    TOKEN_CAP_FACTOR,
+    GenerationSettings,
+)
 from cigeval.method import DEFAULT_METHOD, Method, with_method_settings
 from cigeval.rules import COMBINE_RULES, Aggregate
 from cigeval.tools.settings import DifferenceConfig, GroundingConfig
@@ -47,6 +52,10 @@ def default_cache_dir() -> Path:
         return Path(os.environ["CIGEVAL_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "cigeval"
+
+
+#: The sampling settings the paper's method leaves to the provider (not sent unless given).
+SAMPLING_SETTINGS = ("temperature", "max_tokens", "seed")
 
 
 class EvalConfig(BaseModel):
@@ -72,17 +81,18 @@ class EvalConfig(BaseModel):
         description="judging scheme: cigeval, viescore, lmm_score, ... ('cigeval rubrics')",
         json_schema_extra=_flag("--rubric", metavar="NAME"),
     )
-    temperature: float = Field(
-        0.0,
+    temperature: float | None = Field(
+        None,
         ge=0,
-        description="sampling temperature of the judge (0: deterministic)",
-        json_schema_extra=_flag("--temperature"),
+        description="sampling temperature of the judge (0: deterministic; paper: not sent, "
+        "the provider's default, as the official code)",
+        json_schema_extra=_flag("--temperature", by_method=True),
     )
-    max_tokens: int = Field(
-        1024,
+    max_tokens: int | None = Field(
+        None,
         ge=1,
         description="reply length limit per call",
-        json_schema_extra=_flag("--max-tokens"),
+        json_schema_extra=_flag("--max-tokens", by_method=True),
     )
     max_tokens_cap: int | None = Field(
         None,
@@ -100,7 +110,9 @@ class EvalConfig(BaseModel):
         json_schema_extra=_flag("--max-reply-chars", metavar="CHARS"),
     )
     seed: int | None = Field(
-        0, description="sent where the API takes a seed", json_schema_extra=_flag("--seed")
+        None,
+        description="sent where the API takes a seed (paper: not sent, as the official code)",
+        json_schema_extra=_flag("--seed", by_method=True),
     )
     top_p: float | None = Field(
         None,
@@ -175,6 +187,29 @@ class EvalConfig(BaseModel):
         "visible)",
         json_schema_extra=_flag("--scene-graph-prompt", by_method=True),
     )
+    request_layout: Literal["official", "cigeval"] = Field(
+        "official",
+        description="how the planner, judge and scene-graph requests are laid out: official "
+        "(one user message, the whole text first, then the images unlabelled, the tool text "
+        "inside the rules, per-task templates as the official code; built-in tasks) or "
+        "cigeval (a system message, labelled images between the text parts, the tool output "
+        "after the images)",
+        json_schema_extra=_flag("--request-layout", by_method=True),
+    )
+    scene_graph_calls: Literal["per_question", "per_image"] = Field(
+        "per_question",
+        description="how often a scene graph is asked for: per_question (anew for every "
+        "sub-question that uses the tool, as the official code) or per_image (once per "
+        "distinct image per sample, shared by the sub-questions)",
+        json_schema_extra=_flag("--scene-graph-calls", by_method=True),
+    )
+    scene_graph_text: Literal["as_written", "json"] = Field(
+        "as_written",
+        description="how a scene graph reaches the judge: as_written (the text of the reply's "
+        "json-fenced block, else the whole reply, as the official code) or json (parsed and "
+        "written again as indented JSON)",
+        json_schema_extra=_flag("--scene-graph-text", by_method=True),
+    )
     scene_graph_model: str | None = Field(
         None,
         description="the model that writes scene graphs, as a model spec (default: the "
@@ -230,11 +265,13 @@ class EvalConfig(BaseModel):
         return cap
 
     @property
-    def token_cap(self) -> int:
+    def token_cap(self) -> int | None:
         """The largest token budget a re-ask after a cut reply may use (``max_tokens_cap``,
         by default :data:`~cigeval.messages.TOKEN_CAP_FACTOR` x ``max_tokens``)."""
         if self.max_tokens_cap is not None:
             return self.max_tokens_cap
+        if self.max_tokens is None:  # no budget is sent, so none can grow
+            return None
         return TOKEN_CAP_FACTOR * self.max_tokens
 
     @model_validator(mode="wrap")
@@ -263,8 +300,13 @@ class EvalConfig(BaseModel):
         )
 
     def record(self) -> dict[str, Any]:
-        """JSON-serialisable form stored with each Score (never holds secrets)."""
-        return self.model_dump(mode="json")
+        """JSON-serialisable form stored with each Score (never holds secrets); a sampling
+        setting that is not sent reads "provider default"."""
+        record = self.model_dump(mode="json")
+        for name in SAMPLING_SETTINGS:
+            if record.get(name) is None:
+                record[name] = PROVIDER_DEFAULT
+        return record
 
 
 def calls_in_flight(run_config: RunConfig) -> int:
@@ -414,9 +456,10 @@ class EnsembleConfig(BaseModel):
     """How many judgments to make per sample and how to combine them.
 
     Each model (``--model`` repeated) is asked ``samples_per_model`` times; with more than one
-    sample per model the extra ones run at ``temperature`` with seeds ``seed, seed+1, ...`` so
-    they differ (and each is cached separately). ``level`` chooses whether sub-question scores
-    are combined before the task's aggregate (``sub_question``) or final scores (``final``).
+    sample per model the extra ones run at ``temperature`` with seeds ``seed, seed+1, ...`` (from 0
+    without ``--seed``) so they differ (and each is cached separately). ``level`` chooses
+    whether sub-question scores are combined before the task's aggregate (``sub_question``) or
+    final scores (``final``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)

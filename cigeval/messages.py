@@ -50,12 +50,20 @@ class Message:
         return [p.image for p in self.parts if isinstance(p, ImagePart)]
 
 
+#: How a sampling setting that is not sent is recorded (settings, provenance, reports).
+PROVIDER_DEFAULT = "provider default"
+
+
 @dataclass(frozen=True)
 class GenerationSettings:
-    """Settings that can change a model's answer; all of them are part of the cache key."""
+    """Settings that can change a model's answer; all of them are part of the cache key.
 
-    temperature: float = 0.0
-    max_tokens: int = 1024
+    None: not sent, the provider's default applies (the official CIGEval client sends no
+    sampling parameter at all; GPT-4o then samples at temperature 1 with no cap).
+    """
+
+    temperature: float | None = 0.0
+    max_tokens: int | None = 1024
     seed: int | None = 0
     top_p: float | None = None
 
@@ -105,6 +113,10 @@ class ModelRequest:
     #: sha256 of the prompt templates the messages were rendered from
     #: (:func:`cigeval.prompts.templates_sha256`); part of the cache key when set.
     prompts_sha256: str | None = None
+    #: How many identical requests the same sample sent before this one (part of the cache
+    #: key when not 0): the official code asks some questions twice and samples anew each
+    #: time, so the second asking must not be answered with the first one's reply.
+    ordinal: int = 0
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from cigeval.messages import (
     Message,
     ModelRequest,
     ModelResponse,
+    TextPart,
     Usage,
 )
 from cigeval.prompts import render, templates_sha256
@@ -116,12 +117,17 @@ class JudgeSession:
         self.settings = settings
         self.trace = trace
         self.max_parse_retries = max_parse_retries
-        self.max_tokens_cap = max(
-            settings.max_tokens,
-            max_tokens_cap
-            if max_tokens_cap is not None
-            else TOKEN_CAP_FACTOR * settings.max_tokens,
-        )
+        #: None: no budget is sent (the provider's default), so a cut reply is final.
+        self.max_tokens_cap: int | None = None
+        if settings.max_tokens is not None:
+            self.max_tokens_cap = max(
+                settings.max_tokens,
+                max_tokens_cap
+                if max_tokens_cap is not None
+                else TOKEN_CAP_FACTOR * settings.max_tokens,
+            )
+        #: Identical requests sent so far in this sample, by content (see ModelRequest.ordinal).
+        self._asked: dict[str, int] = {}
         self.max_reply_chars = max_reply_chars
         #: The templates the prompts come from (part of each request's cache key).
         self.prompts_sha256 = prompts_sha256 or templates_sha256(prompt_dir)
@@ -166,17 +172,21 @@ class JudgeSession:
         """
         conversation = list(messages)
         settings = self.settings
+        ordinal = self._ordinal(conversation, settings)
         replies: list[str] = []
         reasks = 0
         attempt = first_attempt - 1
         while True:
             attempt += 1
-            answer = await self._send(purpose, conversation, settings, question_id, attempt, round)
+            answer = await self._send(
+                purpose, conversation, settings, question_id, attempt, round, ordinal
+            )
             replies.append(answer.text)
             if answer.unfinished:
                 self._forget(answer.request)
-                larger = min(2 * settings.max_tokens, self.max_tokens_cap)
-                if larger <= settings.max_tokens:
+                budget, cap = settings.max_tokens, self.max_tokens_cap
+                larger = min(2 * budget, cap) if budget is not None and cap is not None else 0
+                if budget is None or larger <= budget:
                     problem = _cut_off_for_good(answer.response, settings.max_tokens)
                     self._note(purpose, problem, question_id, answer.text)
                     raise ParseError(_none_usable(purpose, replies, problem), reply=answer.text)
@@ -217,8 +227,9 @@ class JudgeSession:
         question_id: str | None,
         attempt: int,
         round: int,
+        ordinal: int = 0,
     ) -> _Reply:
-        request = ModelRequest(tuple(messages), settings, self.prompts_sha256)
+        request = ModelRequest(tuple(messages), settings, self.prompts_sha256, ordinal)
         # told to the call's observers: the record's HTTP attempts, the run's progress bar
         with counting_http_attempts() as counter, observed_call() as received:
             try:
@@ -247,6 +258,24 @@ class JudgeSession:
         )
         return answer
 
+    def _ordinal(self, messages: list[Message], settings: GenerationSettings) -> int:
+        """How many times this sample already asked exactly this (its ``ModelRequest.ordinal``)."""
+        content = json.dumps(
+            [
+                settings.as_dict(),
+                *(
+                    [
+                        m.role,
+                        *(p.text if isinstance(p, TextPart) else p.image.sha256 for p in m.parts),
+                    ]
+                    for m in messages
+                ),
+            ]
+        )
+        ordinal = self._asked.get(content, 0)
+        self._asked[content] = ordinal + 1
+        return ordinal
+
     def _forget(self, request: ModelRequest) -> None:
         forget = getattr(self.backend, "forget", None)
         if forget is not None:
@@ -268,20 +297,25 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _cut_off(response: ModelResponse, max_tokens: int) -> str:
+def _cut_off(response: ModelResponse, max_tokens: int | None) -> str:
     """What an unfinished reply is, in words."""
+    budget = "the provider's default" if max_tokens is None else max_tokens
     if response.finish_reason == "content_filter":
         return (
             "the reply was cut off by the provider's content filter "
-            f"(finish_reason=content_filter, max_tokens={max_tokens})"
+            f"(finish_reason=content_filter, max_tokens={budget})"
         )
+    if max_tokens is None:
+        return "the reply was cut off at the provider's default token limit (finish_reason=length)"
     return f"the reply was cut off at {max_tokens} tokens (finish_reason=length)"
 
 
-def _cut_off_for_good(response: ModelResponse, max_tokens: int) -> str:
+def _cut_off_for_good(response: ModelResponse, max_tokens: int | None) -> str:
     """Why an unfinished reply ends the asking: the budget may not grow any more."""
     if response.finish_reason == "content_filter":
         return f"{_cut_off(response, max_tokens)}; the budget may not grow (--max-tokens-cap)"
+    if max_tokens is None:
+        return f"{_cut_off(response, max_tokens)}; give --max-tokens to let a re-ask grow it"
     return (
         f"{_cut_off(response, max_tokens)}, the most --max-tokens-cap allows; raise "
         "--max-tokens-cap (or --max-tokens) or ask for a shorter reply"

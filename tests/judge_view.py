@@ -31,7 +31,12 @@ SIZES = {
     "side_by_side": (100, 40),
     "control": (56, 52),
 }
-_LABELS = "|".join(re.escape(label) for label in sorted(set(CONDITION_LABELS.values())))
+#: The condition labels of both layouts (the paper layout's prompt is "Text Prompt").
+_LABELS = "|".join(
+    re.escape(label) for label in sorted({*CONDITION_LABELS.values(), "Text Prompt"})
+)
+#: Where the reply format starts, in cigeval's layout and in the paper layout.
+_REPLY_FORMAT = re.compile(r"Reply with JSON only|\n[^\n]*JSON format[^\n]*:\n\{")
 _CONDITION_LINE = re.compile(rf"^({_LABELS}): (.+)$", re.MULTILINE)
 
 
@@ -117,10 +122,17 @@ def judge_view(request: ModelRequest) -> JudgeView:
         if isinstance(p, ImagePart)
     ]
     # The conditions are the paragraph right before the reply format.
-    before = user.text_content().split("Reply with JSON only")[0].rstrip("\n")
+    before = _REPLY_FORMAT.split(user.text_content())[0].rstrip("\n")
     last_paragraph = before.split("\n\n")[-1]
     conditions = [m.group(0) for m in _CONDITION_LINE.finditer(last_paragraph)]
     return JudgeView(images, conditions, user.text_content(), request)
+
+
+def plan_task_ids(text: str) -> list[str]:
+    """The task ids a planner request asks about: cigeval's "- task_id N:" lines, or the paper
+    layout's "<task> Task N:" lines."""
+    ids = re.findall(r"- task_id (\d+):", text) or re.findall(r" Task (\d+): ", text)
+    return list(dict.fromkeys(ids))
 
 
 def judge_views(requests: list[ModelRequest], questions: Any) -> dict[str, JudgeView]:

@@ -83,7 +83,7 @@ def test_plan_is_matched_by_task_id_not_position(seven):
     def reply(request: ModelRequest) -> str:
         text = request_text(request)
         calls.append(text)
-        return plan if "### Questions" in text else '{"score": 6, "reasoning": "ok"}'
+        return plan if "### Task" in text else '{"score": 6, "reasoning": "ok"}'
 
     ev, _ = make_evaluator(reply, tool_use="any")  # Difference runs in every task
     score = ev.evaluate(seven["text_guided_ie"])
@@ -108,6 +108,7 @@ def test_highlight_hint_only_when_something_was_highlighted(seven):
                 rule_judge(tools={"prompt_following": "Marker"}),
                 tools=("Marker",),
                 tool_text="detailed",
+                request_layout="cigeval",  # its tool header (the paper layout has no header)
             )
             score = ev.evaluate(seven["text_guided_ig"])
         finally:
@@ -171,7 +172,7 @@ def test_more_rounds_when_the_judge_asks_for_another_tool(seven):
 
     def reply(request):
         text = request_text(request)
-        if "### Questions" in text:
+        if "### Task" in text:
             return '[{"task_id": "1", "reasoning": "-", "used": "no", "tool": "None"}]'
         return next(judge_replies)
 
@@ -296,7 +297,9 @@ def test_html_display_shows_images_and_sub_scores(seven):
 def test_prompt_variants_replace_templates_and_form_an_ensemble(seven, tmp_path):
     variant = tmp_path / "strict"
     variant.mkdir()
-    (variant / "prompt_following.j2").write_text("STRICT VARIANT: judge the prompt harshly.")
+    # the paper layout's judge template of the question (exact text, {name} placeholders)
+    strict = "STRICT VARIANT: judge the prompt harshly.\n{tool_text}\nText Prompt: {text}\n"
+    (variant / "paper_judge_text_guided_ig_prompt_following.txt").write_text(strict)
     backend = ScriptedBackend(rule_judge())
     ev = Evaluator(
         backend,

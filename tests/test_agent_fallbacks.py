@@ -37,7 +37,7 @@ def planner(plan: list[dict[str, Any]] | str, score: float = 6) -> Any:
 
     def reply(request: ModelRequest) -> str:
         asked = request_text(request)
-        if "### Questions" in asked:
+        if "### Task" in asked:
             return text
         return rule_judge(default_score=score)(request)
 
@@ -54,7 +54,7 @@ def _run(sample: Sample, script: Any, **config: Any) -> tuple[Any, ScriptedBacke
 
 
 def _plans(backend: ScriptedBackend) -> list[str]:
-    return [request_text(r) for r in backend.requests if "### Questions" in request_text(r)]
+    return [request_text(r) for r in backend.requests if "### Task" in request_text(r)]
 
 
 def _fallbacks(score: Any) -> dict[str | None, str]:
@@ -89,7 +89,7 @@ def test_a_plan_fixed_on_the_re_ask_is_used_without_a_note(seven) -> None:
     plans = iter([json.dumps([_entry("1", "Magnifier")]), json.dumps([_entry("1", "Difference")])])
 
     def reply(request: ModelRequest) -> str:
-        if "### Questions" in request_text(request):
+        if "### Task" in request_text(request):
             return next(plans)
         return '{"score": 7, "reasoning": "ok"}'
 
@@ -112,8 +112,11 @@ def test_an_unknown_tool_after_the_re_asks_is_judged_without_a_tool(seven) -> No
     assert over.tool == "Difference" and over.note is None and not over.degraded  # kept
     assert set(_fallbacks(score)) == {"edit_success"}
     judge = [r for r in backend.requests if "RULES:" in request_text(r)]
-    edit_request = next(r for r in judge if "carried out" in request_text(r))
-    assert "TOOL OUTPUT" not in request_text(edit_request)
+    edit_request = next(r for r in judge if "carries out the editing" in request_text(r))
+    over_request = next(r for r in judge if "over-edited" in request_text(r))
+    # the paper layout's tool text: nothing for the fallback, the focus sentence for Difference
+    assert "highlighted parts" not in request_text(edit_request)
+    assert "highlighted parts" in request_text(over_request)
 
 
 def test_a_tool_that_is_not_offered_falls_back(seven) -> None:
@@ -198,7 +201,7 @@ def test_the_judge_asking_for_an_unknown_tool_gets_a_round_without_one(seven) ->
     )
 
     def reply(request: ModelRequest) -> str:
-        if "### Questions" in request_text(request):
+        if "### Task" in request_text(request):
             return json.dumps([_entry("1", "None")])
         return next(judge)
 
@@ -222,7 +225,7 @@ def test_a_tool_failing_in_a_later_round_is_reported_to_the_judge(seven) -> None
     )
 
     def reply(request: ModelRequest) -> str:
-        if "### Questions" in request_text(request):
+        if "### Task" in request_text(request):
             return json.dumps([_entry("1", "None")])
         return next(judge)
 
@@ -241,7 +244,7 @@ def test_a_tool_failing_in_a_later_round_is_reported_to_the_judge(seven) -> None
 
 def test_a_reply_with_neither_score_nor_tool_still_fails_the_sub_question(seven) -> None:
     def reply(request: ModelRequest) -> str:
-        if "### Questions" in request_text(request):
+        if "### Task" in request_text(request):
             return json.dumps([_entry("1", "None")])
         return "no idea"
 

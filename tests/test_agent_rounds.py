@@ -63,7 +63,7 @@ def _three_rounds() -> tuple[list[str], Any]:
     )
 
     def reply(request: ModelRequest) -> str:
-        return PLAN if "### Questions" in request_text(request) else next(judge)
+        return PLAN if "### Task" in request_text(request) else next(judge)
 
     return [], reply
 
@@ -81,7 +81,9 @@ def test_each_round_carries_the_earlier_thoughts_actions_and_observations(
     stored = RunConfig(use_cache=False, image_dir=tmp_path / "images")
     with TOOLS.scoped():
         TOOLS.register("Probe", probe)  # type: ignore[arg-type]
-        ev = Evaluator(backend, run_config=stored, tools=("Probe",), max_rounds=3)
+        ev = Evaluator(
+            backend, run_config=stored, tools=("Probe",), max_rounds=3, request_layout="cigeval"
+        )
         score = ev.evaluate(sample)
     assert score.status == "ok" and score.value == pytest.approx(0.4)
     first, second, third = _judge_requests(backend)
@@ -140,7 +142,9 @@ def test_a_multi_round_sub_question_exports_as_one_conversation(sample) -> None:
     backend = ScriptedBackend(reply)
     with TOOLS.scoped():
         TOOLS.register("Probe", Probe())  # type: ignore[arg-type]
-        ev = Evaluator(backend, run_config=NO_CACHE, tools=("Probe",), max_rounds=3)
+        ev = Evaluator(
+            backend, run_config=NO_CACHE, tools=("Probe",), max_rounds=3, request_layout="cigeval"
+        )
         record = ev.evaluate(sample).to_record()
     calls = [json.loads(line) for line in _export(record).splitlines()]
     judge = [c for c in calls if c["purpose"] == "judge"]
@@ -177,12 +181,14 @@ def test_a_reasked_round_continues_from_the_reply_that_worked(sample) -> None:
     )
 
     def reply(request: ModelRequest) -> str:
-        return PLAN if "### Questions" in request_text(request) else next(judge)
+        return PLAN if "### Task" in request_text(request) else next(judge)
 
     backend = ScriptedBackend(reply)
     with TOOLS.scoped():
         TOOLS.register("Probe", Probe())  # type: ignore[arg-type]
-        ev = Evaluator(backend, run_config=NO_CACHE, tools=("Probe",), max_rounds=2)
+        ev = Evaluator(
+            backend, run_config=NO_CACHE, tools=("Probe",), max_rounds=2, request_layout="cigeval"
+        )
         score = ev.evaluate(sample)
     assert score.ok
     first, reask, second = _judge_requests(backend)

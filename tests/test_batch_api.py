@@ -36,7 +36,7 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 def _kind(body: dict[str, Any]) -> str:
     text = request_text(body)
-    if "### Questions" in text:
+    if "### Task" in text:
         return "plan"
     if "could not be used" in text:
         return "re-ask"

@@ -73,7 +73,8 @@ def scores(record: dict[str, Any]) -> tuple[Any, ...]:
 @pytest.mark.parametrize(("rate", "least_ok"), [(0.25, 0.8), (0.5, 0.4)])
 def test_cut_off_replies_never_become_scores(env: Path, rate: float, least_ok: float) -> None:
     samples = study(env, 28)
-    flags = ("--no-cache", "--concurrency", "8")
+    # a budget to double: the paper's method sends none unless given
+    flags = ("--no-cache", "--concurrency", "8", "--max-tokens", "1024")
     with FakeOpenAIServer(scoring_judge) as server:
         assert evaluate_cli(server, samples, env / "clean.jsonl", *flags) == 0
     with FakeOpenAIServer(scoring_judge) as server:
@@ -130,6 +131,7 @@ class CutFirstAsk:
 
 def _judged(rubric: str, script: Any, sample: Any, **config: Any) -> Any:
     backend = ScriptedBackend(script)
+    config.setdefault("max_tokens", 1024)  # a budget to double (the paper's method sends none)
     score = evaluator(backend, rubric, **config).evaluate(sample)
     return score, backend
 
@@ -217,7 +219,8 @@ def test_the_agents_plan_scene_graph_and_judge_read_only_whole_replies(tmp_path:
 def test_the_cap_defaults_to_four_budgets_and_may_not_be_below_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert EvalConfig().token_cap == 4096
+    assert EvalConfig().token_cap is None  # no budget sent, none to grow
+    assert EvalConfig(method="extended").token_cap == 4096
     assert EvalConfig(max_tokens=300).token_cap == 1200
     assert EvalConfig(max_tokens=300, max_tokens_cap=300).token_cap == 300
     samples = write_jsonl(tmp_path / "samples.jsonl", seven_task_samples(tmp_path)[:1])

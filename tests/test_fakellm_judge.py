@@ -55,7 +55,7 @@ def rules() -> dict[str, object]:
             "when": {"messages_contain": marker},
             "respond": {"content": _plan(n)},
         }
-        for n, marker in ((3, "task_id 3:"), (2, "task_id 2:"), (1, "### Questions"))
+        for n, marker in ((3, "task_id 3:"), (2, "task_id 2:"), (1, "### Task"))
     ]
     score = {"name": "score", "respond": {"content": '{"score": 6, "reasoning": "fakellm"}'}}
     return {"version": 1, "rules": [*plans, score]}

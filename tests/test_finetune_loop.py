@@ -58,10 +58,11 @@ def test_agent_run_export_finetune_and_judge_with_the_tuned_model(
     for row in judged:  # round 1 asks for the tool, round 2 sees its output and scores
         assert row["calls"] == 2, row["question_id"]
         roles = [m["role"] for m in row["messages"]]
-        assert roles == ["system", "user", "assistant", "user", "assistant"]
-        assert '"tool": "Difference"' in row["messages"][2]["content"][0]["text"]
-        assert any(p["type"] == "image" for p in row["messages"][3]["content"])
-        assert '"score"' in row["messages"][4]["content"][0]["text"]
+        # the paper layout: no system message, the first request is one user message
+        assert roles == ["user", "assistant", "user", "assistant"]
+        assert '"tool": "Difference"' in row["messages"][1]["content"][0]["text"]
+        assert any(p["type"] == "image" for p in row["messages"][2]["content"])
+        assert '"score"' in row["messages"][3]["content"][0]["text"]
     sample = tmp_path / "per_sample.jsonl"
     assert (
         main(["meta", "export-trajectories", str(results), "--out", str(sample), "--per", "sample"])

@@ -17,20 +17,22 @@ import pytest
 from PIL import Image, ImageOps
 
 from cigeval import Evaluator, RunConfig
+from cigeval.agent import paper_layout
 from cigeval.backends import ScriptedBackend
 from cigeval.config import EvalConfig
 from cigeval.messages import ImagePart, ModelRequest
+from cigeval.prompts.exact import fill as fill_exact
 from cigeval.sample import sample_from_dict
 from cigeval.tasks import TASK_IDS
 from cigeval.testing import request_text, rule_judge
 from cigeval.tools import GroundingTool
 from cigeval.tools.registry import TOOLS
-from tests.judge_view import RecordingDetector, fidelity_samples, fill, judge_view
+from tests.judge_view import RecordingDetector, fidelity_samples, fill, judge_view, plan_task_ids
 from tests.tools.test_official_difference import reference_box, reference_highlight
 
 # no preflight: the scripted judges never ask for Grounding, whose weights are not here
 NO_CACHE = RunConfig(use_cache=False, preflight=False)
-FOCUS = "Look closely at the highlighted parts of the image(s)."
+FOCUS = fill_exact(paper_layout.FOCUS, ())  # the built-in paper layout's tool text
 COORDINATES = re.compile(r"\[\d+, \d+, \d+, \d+\]")
 HIGHLIGHT_TOOLS = ("Grounding", "Difference")
 
@@ -47,7 +49,7 @@ class Official:
 
 ALL = ("Grounding", "Scene Graph", "Difference")
 NO_DIFFERENCE = ("Grounding", "Scene Graph")
-PROMPT = ("Text prompt: {prompt}",)
+PROMPT = ("Text Prompt: {prompt}",)  # the official prompts' label
 INSTRUCTION = ("Editing instruction: {instruction}",)
 
 #: The official evaluate pass, task by task: the planner's images, then each sub-question.
@@ -152,8 +154,8 @@ def choose(tool: str | None) -> Any:
 
     def reply(request: ModelRequest) -> str:
         text = request_text(request)
-        if "### Questions" in text:
-            ids = re.findall(r"- task_id (\d+):", text)
+        if "### Task" in text:
+            ids = plan_task_ids(text)
             entries = [
                 {"task_id": i, "reasoning": "-", "used": "yes" if tool else "no",
                  "tool": tool or "None", "query": "thing"}
@@ -192,8 +194,6 @@ def judge_requests(requests: list[ModelRequest], questions: dict[str, Official])
                 continue
             if concept and f"subject_{concept.group(1)}" not in roles:
                 continue
-            if "prompt_following" in qid and "one image" not in text:
-                continue
             found[qid] = (request, view)
     return found
 
@@ -208,7 +208,7 @@ def test_without_tools_the_requests_are_the_official_ones(samples, task: str) ->
     fields = by_task[task]
     planner_images, questions = PAPER[task]
     score, requests, _ = run(folder, task, fields, None)
-    plan = next(r for r in requests if "### Questions" in request_text(r))
+    plan = next(r for r in requests if "### Task" in request_text(r))
     planned = _image_parts(plan)
     assert tuple(p.label for p in planned) == planner_images
     for part in planned:  # the side-by-side concept image whole, as the official planner
@@ -223,7 +223,8 @@ def test_without_tools_the_requests_are_the_official_ones(samples, task: str) ->
         for part, role in zip(parts, official.images, strict=True):
             assert part.image.mime == "image/jpeg"
             assert part.image.data == jpeg(official_pixels(folder, fields, role)), (qid, role)
-        assert "TOOL OUTPUT" not in view.text
+        assert "highlighted parts" not in view.text and '"objects"' not in view.text
+        assert request.messages[0].role == "user" and len(request.messages) == 1
     assert all(s.tool is None and not s.degraded for s in score.sub_scores)
 
 
@@ -245,13 +246,16 @@ def test_each_planned_tool_runs_where_the_official_pass_runs_it(
         assert not COORDINATES.search(view.text), sub.question_id  # never box coordinates
         if not runs:
             assert sub.degraded and "only in mask_guided_ie" in (sub.note or "")
-            assert "TOOL OUTPUT" not in view.text
+            assert "highlighted parts" not in view.text
             continue
         assert not sub.degraded and sub.note is None
+        # the tool text sits inside the rules, before the objective
+        rules, objective = view.text.index("RULES:"), view.text.index("Your task is to judge")
         if tool in HIGHLIGHT_TOOLS:
-            assert f"TOOL OUTPUT ({tool}):\n{FOCUS}" in view.text, sub.question_id
+            assert rules < view.text.index(FOCUS) < objective, sub.question_id
         else:
             assert view.text.count('"objects"') == len(official.images), sub.question_id
+            assert rules < view.text.index('"objects"') < objective, sub.question_id
         if tool == "Grounding":
             assert sub.tool_query == fill(official.query, fields)
             assert fill(official.query, fields) in detector.queries
@@ -300,6 +304,17 @@ def test_text_guided_editing_does_not_run_the_planners_difference(samples) -> No
     assert all(s.tool == "Difference" and not s.degraded for s in anywhere.sub_scores)
 
 
+def test_sampling_left_to_the_provider_is_recorded_so(samples) -> None:
+    folder, by_task = samples
+    score, requests, _ = run(folder, "text_guided_ig", by_task["text_guided_ig"], None)
+    settings = {(r.settings.temperature, r.settings.max_tokens, r.settings.seed) for r in requests}
+    assert settings == {(None, None, None)}  # nothing sent (tests/test_official_requests.py)
+    record = score.to_record()
+    for name in ("temperature", "max_tokens", "seed"):
+        assert record["config"][name] == "provider default"
+        assert record["provenance"]["sampling"][name] == "provider default"
+
+
 def test_records_name_the_method(samples) -> None:
     folder, by_task = samples
     paper, _, _ = run(folder, "text_guided_ig", by_task["text_guided_ig"], None)
@@ -314,6 +329,12 @@ def test_records_name_the_method(samples) -> None:
 
 #: Version 0.2's settings, which ``--method extended`` keeps.
 SETTINGS_0_2 = {
+    "temperature": 0.0,
+    "max_tokens": 1024,
+    "seed": 0,
+    "request_layout": "cigeval",
+    "scene_graph_calls": "per_image",
+    "scene_graph_text": "json",
     "image_encoding": "original",
     "tool_use": "any",
     "tool_text": "detailed",
@@ -326,6 +347,7 @@ SETTINGS_0_2 = {
         "text_threshold": 0.25,
         "boxes": "all",
         "queries": "planner",
+        "query_form": "phrases",
     },
     "difference": {
         "blur_kernel": 5,
@@ -352,7 +374,7 @@ def test_the_extended_method_is_version_0_2s_behaviour(samples) -> None:
     folder, by_task = samples
     fields = by_task["text_guided_ie"]
     score, requests, _ = run(folder, "text_guided_ie", fields, "Grounding", method="extended")
-    plan = next(r for r in requests if "### Questions" in request_text(r))
+    plan = next(r for r in requests if "### Task" in request_text(r))
     source = next(p for p in _image_parts(plan) if p.label == "source")
     assert source.image.data == (folder / fields["images"]["source"]).read_bytes()
     judge_texts = [request_text(r) for r in requests if "RULES:" in request_text(r)]
@@ -385,9 +407,9 @@ def test_both_concepts_take_the_official_planners_one_choice(samples) -> None:
 
     def planner(request: ModelRequest) -> str:
         text = request_text(request)
-        if "### Questions" in text:
+        if "### Task" in text:
             asked.append(text)
-            ids = re.findall(r"- task_id (\d+):", text)
+            ids = plan_task_ids(text)
             first = {"task_id": "1", "used": "yes", "tool": "Scene Graph"}
             rest = [{"task_id": i, "used": "no", "tool": "None"} for i in ids[1:]]
             return json.dumps([first, *rest])
@@ -395,14 +417,8 @@ def test_both_concepts_take_the_official_planners_one_choice(samples) -> None:
 
     sample = sample_from_dict({"id": "m", "task": "multi_concept_ic", **fields}, base_dir=folder)
     paper = Evaluator(ScriptedBackend(planner), run_config=NO_CACHE).evaluate(sample)
-    assert re.findall(r"- task_id (\d+): (.+) \(images shown: (.+)\)", asked[0]) == [
-        (
-            "1",
-            "Do the two concepts in the generated image look like their reference images?",
-            "subject_1, subject_2, output",
-        ),
-        ("2", "Does the generated image follow the text prompt?", "output"),
-    ]
+    # the official planner's two tasks: both concepts, then the prompt
+    assert re.findall(r"Multi-concept Image Composition Task (\d+): ", asked[0]) == ["1", "2"]
     tools = {s.question_id: s.tool for s in paper.sub_scores}
     assert tools == {
         "concept_1_similarity": "Scene Graph",
@@ -410,7 +426,10 @@ def test_both_concepts_take_the_official_planners_one_choice(samples) -> None:
         "prompt_following": None,
     }
     extended = Evaluator(
-        ScriptedBackend(planner), run_config=NO_CACHE, planner_prompt="extended"
+        ScriptedBackend(planner),
+        run_config=NO_CACHE,
+        planner_prompt="extended",
+        request_layout="cigeval",
     ).evaluate(sample)
     assert len(re.findall(r"- task_id \d+:", asked[1])) == 3
     assert [s.tool for s in extended.sub_scores] == ["Scene Graph", None, None]

@@ -25,7 +25,7 @@ GRAPH = {"objects": [{"name": "apple", "attributes": ["red"]}], "relationships":
 
 def _judge(request: ModelRequest) -> str:
     text = request_text(request)
-    if "### Questions" in text:
+    if "### Task" in text:
         return json.dumps([{"task_id": "1", "reasoning": "-", "used": "yes", "tool": "SceneGraph"}])
     if "RULES:" not in text:
         raise AssertionError("the judge was asked for a scene graph")
@@ -80,7 +80,7 @@ def test_without_it_the_judge_writes_the_graphs(tmp_path: Path) -> None:
 
     def judge(request: ModelRequest) -> str:
         text = request_text(request)
-        if "### Questions" in text:
+        if "### Task" in text:
             return json.dumps([{"task_id": "1", "used": "yes", "tool": "Scene Graph"}])
         return rule_judge()(request)
 
@@ -99,7 +99,7 @@ def test_the_flag_reaches_the_record(tmp_path: Path, monkeypatch: pytest.MonkeyP
     out = tmp_path / "r.jsonl"
 
     def judge_or_grapher(request: Any) -> str:  # one server answers both models
-        if "RULES:" in request_text(request) or "### Questions" in request_text(request):
+        if "RULES:" in request_text(request) or "### Task" in request_text(request):
             return _judge(request)
         return json.dumps(GRAPH)
 

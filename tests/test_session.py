@@ -314,3 +314,21 @@ async def test_requests_carry_the_prompt_templates_hash(tmp_path: Path) -> None:
     await judge.call("judge", QUESTION)
     sent = backend.requests[0].prompts_sha256
     assert sent == templates_sha256(tmp_path) != templates_sha256()
+
+
+async def test_identical_calls_of_one_sample_are_asked_and_cached_apart(tmp_path: Path) -> None:
+    """The official code asks some questions twice in one sample (a scene graph per
+    sub-question) and samples anew each time: the second asking is not the first's answer,
+    and a later run replays each from its own cache entry."""
+    cached = CachedBackend(ScriptedBackend(["first", "second"]), ResponseCache(tmp_path))
+    unset = GenerationSettings(temperature=None, max_tokens=None, seed=None)
+    question = [Message.text("user", "describe the image")]
+
+    async def two_asks() -> list[str]:
+        judge = JudgeSession(cached, unset, Trace())
+        return [await judge.call("scene_graph", question) for _ in range(2)]
+
+    assert await two_asks() == ["first", "second"]
+    assert [r.ordinal for r in cached.inner.requests] == [0, 1]  # type: ignore[attr-defined]
+    assert await two_asks() == ["first", "second"]  # a new sample: both from the cache
+    assert len(cached.inner.requests) == 2  # type: ignore[attr-defined]

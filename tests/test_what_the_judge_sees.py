@@ -6,7 +6,6 @@ sets it beside the paper's appendix, for both method profiles."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +14,14 @@ import pytest
 from PIL import Image
 
 from cigeval import Evaluator, RunConfig
+from cigeval.agent.paper_layout import FOCUS
 from cigeval.backends import ScriptedBackend
 from cigeval.messages import ImagePart, ModelRequest
+from cigeval.prompts.exact import fill as fill_exact
 from cigeval.sample import sample_from_dict
 from cigeval.tasks import TASK_IDS, get_task
 from cigeval.testing import request_text, rule_judge
 from cigeval.tools import GroundingTool
-from cigeval.tools._format import FOCUS_TEXT
 from cigeval.tools.registry import TOOLS
 from tests.judge_view import (
     RecordingDetector,
@@ -33,6 +33,7 @@ from tests.judge_view import (
     fill,
     jpeg75,
     judge_views,
+    plan_task_ids,
     ticked,
 )
 
@@ -77,8 +78,9 @@ def test_images_and_conditions_reaching_the_judge_match_the_doc(
         row, view = rows[question.id], views[question.id]
         roles = ticked(row["images shown (in order)"])
         assert view.images == [(role, expected_size(role)) for role in roles], question.id
-        wanted = [fill(line, fields) for line in ticked(row["condition text"])]
-        if row["condition text"] == "(none)":
+        cell = row[f"condition text (`{method}`)"]
+        wanted = [fill(line, fields) for line in ticked(cell)]
+        if cell == "(none)":
             wanted = []
         assert view.conditions == wanted, question.id
 
@@ -104,16 +106,18 @@ def test_each_concept_question_sees_its_own_half(samples, method: str) -> None:
             assert reference.image.data == jpeg75(half), qid
         else:
             assert np.array_equal(np.asarray(decoded(reference)), np.asarray(half)), qid
-        assert f"the {side} half of the side-by-side reference image" in view.text
+        if method == "extended":  # labelled; the paper layout labels no image
+            assert f"the {side} half of the side-by-side reference image" in view.text
     # the planner (offered tools) sees the pair whole, named as both concepts side by side;
     # no preflight: the scripted judge never asks for Grounding, whose weights are not here
     _, planned = _evaluate(
         folder, "multi_concept_ic", fields, rule_judge(), method=method, preflight=False
     )
-    plan = next(r for r in planned if "### Questions" in request_text(r))
+    plan = next(r for r in planned if "### Task" in request_text(r))
     sizes = [(p.label, (p.image.width, p.image.height)) for p in _image_parts(plan)]
     assert sizes == [("subject", pair.size), ("output", expected_size("output"))]
-    assert "left half: the first concept" in request_text(plan)
+    if method == "extended":
+        assert "left half: the first concept" in request_text(plan)
 
 
 def test_side_by_side_without_concept_names_says_left_and_right(samples) -> None:
@@ -121,7 +125,7 @@ def test_side_by_side_without_concept_names_says_left_and_right(samples) -> None
     fields = {k: v for k, v in by_task["multi_concept_ic"].items() if k != "concepts"}
     _, requests = _evaluate(folder, "multi_concept_ic", fields, rule_judge(), tools=())
     views = judge_views(requests, get_task("multi_concept_ic").sub_questions)
-    prompt = f"Text prompt: {fields['prompt']}"
+    prompt = f"Text Prompt: {fields['prompt']}"  # the paper layout's label
     assert views["concept_1_similarity"].conditions == [
         "Subject: the concept shown in the left half of the reference image",
         prompt,
@@ -139,8 +143,8 @@ def _image_parts(request: ModelRequest) -> list[ImagePart]:
 def _highlight_everything(request: ModelRequest) -> str:
     """A planner writing the official code's tool name and no query; a judge scoring 6."""
     text = request_text(request)
-    if "### Questions" in text:
-        ids = re.findall(r"- task_id (\d+):", text)
+    if "### Task" in text:
+        ids = plan_task_ids(text)
         entries = [
             {"task_id": i, "reasoning": "look", "used": "yes", "tool": "Highlight"} for i in ids
         ]
@@ -173,8 +177,8 @@ def test_default_grounding_queries_match_the_doc(samples, task: str, method: str
         question = next(q for q in spec.sub_questions if q.id == sub.question_id)
         assert [role for role, _ in view.images] == list(question.image_roles)
         assert [size for _, size in view.images] == [expected_size(r) for r in question.image_roles]
-        if method == "paper":
-            assert FOCUS_TEXT in view.text and "[0, 0," not in view.text
+        if method == "paper":  # the paper layout's tool text, inside the rules
+            assert fill_exact(FOCUS, ()) in view.text and "[0, 0," not in view.text
         else:
             assert "focus on the highlighted parts" in view.text and "[0, 0," in view.text
         assert set(sub.tool_image_ids) == set(question.image_roles)
@@ -206,8 +210,8 @@ def _choose(tool: str) -> Any:
 
     def reply(request: ModelRequest) -> str:
         text = request_text(request)
-        if "### Questions" in text:
-            ids = re.findall(r"- task_id (\d+):", text)
+        if "### Task" in text:
+            ids = plan_task_ids(text)
             return json.dumps(
                 [{"task_id": i, "reasoning": "-", "used": "yes", "tool": tool} for i in ids]
             )
@@ -240,7 +244,7 @@ def test_the_planner_sees_the_images_the_doc_lists(samples, method: str) -> None
     column = next(name for name in rows["text_guided_ig"] if f"`{method}`" in name)
     for task, fields in by_task.items():
         _, requests = _evaluate(folder, task, fields, rule_judge(), method=method)
-        plan = next(r for r in requests if "### Questions" in request_text(r))
+        plan = next(r for r in requests if "### Task" in request_text(r))
         assert [p.label for p in _image_parts(plan)] == ticked(rows[task][column]), task
         asks_query = '"query"' in request_text(plan)
         assert asks_query is (method == "extended"), task

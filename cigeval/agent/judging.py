@@ -1,6 +1,8 @@
 """Judging one sub-question: the scoring request, its later rounds, and parsing the reply.
 
-The first request is [system context, user: rules, labelled images (a tool's highlighted
+Under the official layout (the paper's method) the first request is the official code's
+(:mod:`cigeval.agent.paper_layout`). Under cigeval's layout, the first request is
+[system context, user: rules, labelled images (a tool's highlighted
 versions where it made them), the tool's output, the conditions, the reply format]. When the
 judge asks for another tool instead of scoring, the conversation grows: its reply becomes an
 assistant turn and the new observation (text and the tool's images) a user turn, so each round
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cigeval.agent import paper_layout
 from cigeval.errors import ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.parsing import extract_json, parse_judgement
@@ -67,7 +70,14 @@ def build_judge_messages(
     can_request_tool: bool,
     tool_names: list[str],
 ) -> list[Message]:
-    """System context plus a user message: rules, labelled images, tool content, conditions."""
+    """System context plus a user message: rules, labelled images, tool content, conditions.
+
+    Under ``request_layout="official"`` (built-in tasks): the official layout instead, one
+    user message, the text (tool text inside the rules) then the images unlabelled
+    (:mod:`cigeval.agent.paper_layout`).
+    """
+    if paper_layout.official_judge(run.config, run.task, question):
+        return paper_layout.judge_messages(run, question, result, can_request_tool, tool_names)
     prompt_dir = run.config.prompt_dir
     rules = question.rules_text(run.sample, prompt_dir, run.config.scoring_rules)
     parts: list[TextPart | ImagePart] = [TextPart("RULES:\n" + rules)]

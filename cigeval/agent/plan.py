@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cigeval.agent import paper_layout
 from cigeval.config import EvalConfig
 from cigeval.errors import ParseError
 from cigeval.messages import ImagePart, Message, TextPart
@@ -56,7 +57,7 @@ def _followers(questions: tuple[SubQuestion, ...], leader: SubQuestion) -> list[
 
 def shares_entries(config: EvalConfig) -> bool:
     """Whether questions ``planned_with`` another share its plan entry (the paper's prompt)."""
-    return config.planner_prompt == "paper"
+    return config.planner_prompt == "paper" or config.request_layout == "official"
 
 
 def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> list[Message]:
@@ -66,10 +67,15 @@ def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> li
     not help on processed images in every task (as the official prompt), and the images in
     the task's input order; ``extended``: cigeval's descriptions, the note only where the
     task has a processed condition, images in the questions' order. The planner is asked for
-    a Grounding query only under ``grounding.queries="planner"``.
+    a Grounding query only under ``grounding.queries="planner"``. ``request_layout="official"``
+    (built-in tasks): the official request, text then unlabelled images
+    (:mod:`cigeval.agent.paper_layout`).
     """
     sample = run.sample
     config = run.config
+    if paper_layout.official_plan(config, spec):
+        roles = _planner_roles(run, spec, in_task_order=True)
+        return paper_layout.plan_messages(run, spec, roles, tools)
     paper = config.planner_prompt == "paper"
     conditions = []
     for field in (*_PLAN_FIELDS, *spec.declared_text_fields):

@@ -48,6 +48,8 @@ logger = logging.getLogger("cigeval.backends.anthropic")
 ANTHROPIC_URL = "https://api.anthropic.com"
 #: Key sent to servers of your own that need none; the SDK insists on some key.
 PLACEHOLDER_KEY = "EMPTY"
+#: The reply length sent when a request sets none (the messages API requires one).
+DEFAULT_MAX_TOKENS = 4096
 #: Stop reasons the shared vocabulary does not spell the Anthropic way.
 _STOP_REASONS = {"model_context_window_exceeded": "length", "pause_turn": "unknown"}
 
@@ -129,13 +131,14 @@ class AnthropicBackend(RetryingBackend):
 
         Only the reply length is sent of the generation settings: the messages API of the
         SDK's version (``anthropic-version: 2026-10-21``, SDK 2.x) refuses ``temperature``,
-        ``top_p`` and ``top_k`` and has no seed, so Claude samples at its own default.
+        ``top_p`` and ``top_k`` and has no seed, so Claude samples at its own default. The API
+        has no default reply length: without ``max_tokens``, :data:`DEFAULT_MAX_TOKENS` is sent.
         """
         system, messages = to_anthropic_messages(request.messages)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
-            "max_tokens": request.settings.max_tokens,
+            "max_tokens": request.settings.max_tokens or DEFAULT_MAX_TOKENS,
         }
         if system:
             body["system"] = system

@@ -93,6 +93,8 @@ def cache_key(identity: str, request: ModelRequest, endpoint: str | None = None)
         "settings": request.settings.as_dict(),
         "messages": messages,
     }
+    if request.ordinal:
+        payload["ordinal"] = request.ordinal
     # ASCII escapes: a lone surrogate in a message must not make the key unencodable.
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()

@@ -302,10 +302,10 @@ class HFBackend:
             inputs = self._inputs(conversations, images)
             inputs = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
             settings = requests[0].settings
-            options: dict[str, Any] = {
-                "max_new_tokens": max(r.settings.max_tokens for r in requests)
-            }
-            if settings.temperature > 0:
+            options: dict[str, Any] = {"max_new_tokens": max(map(_budget, requests))}
+            if settings.temperature is None:
+                pass  # the model's own generation config decides (sampling or not)
+            elif settings.temperature > 0:
                 options.update(do_sample=True, temperature=settings.temperature)
                 if settings.top_p is not None:
                     options["top_p"] = settings.top_p
@@ -332,11 +332,11 @@ class HFBackend:
             prompt_length = inputs["input_ids"].shape[1]
             replies = []
             for row, request in enumerate(requests):
-                new_tokens = output[row, prompt_length:][: request.settings.max_tokens].tolist()
+                new_tokens = output[row, prompt_length:][: _budget(request)].tolist()
                 end = next((i + 1 for i, t in enumerate(new_tokens) if t in stops), None)
                 # Ran into the token limit without a stop token: the reply is cut, and the
                 # session asks again with a larger budget (or reports it cut off).
-                cut = end is None and len(new_tokens) >= request.settings.max_tokens
+                cut = end is None and len(new_tokens) >= _budget(request)
                 finish_reason = "length" if cut else "stop"
                 new_tokens = new_tokens[:end]
                 text = tokenizer.decode(new_tokens, skip_special_tokens=True)
@@ -383,7 +383,18 @@ class HFBackend:
 
 def _batchable(request: ModelRequest) -> bool:
     """Greedy requests can share a generate call without changing their answers."""
-    return request.settings.temperature <= 0
+    temperature = request.settings.temperature
+    return temperature is not None and temperature <= 0
+
+
+#: New tokens generated at most when a request sets no ``max_tokens``.
+DEFAULT_MAX_NEW_TOKENS = 1024
+
+
+def _budget(request: ModelRequest) -> int:
+    """The request's token budget (:data:`DEFAULT_MAX_NEW_TOKENS` when it sets none)."""
+    max_tokens = request.settings.max_tokens
+    return DEFAULT_MAX_NEW_TOKENS if max_tokens is None else max_tokens
 
 
 def _default_device(torch: Any) -> str:

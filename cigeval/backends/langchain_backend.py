@@ -53,7 +53,10 @@ class LangChainBackend:
         kwargs: dict[str, Any] = {}
         if self.pass_settings:
             settings = request.settings
-            kwargs = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
+            if settings.temperature is not None:
+                kwargs["temperature"] = settings.temperature
+            if settings.max_tokens is not None:
+                kwargs["max_tokens"] = settings.max_tokens
             if settings.seed is not None:
                 kwargs["seed"] = settings.seed
             if settings.top_p is not None:

@@ -153,12 +153,15 @@ class InFlightLimit:
         return f"InFlightLimit({self.limit})"
 
 
-def estimate_tokens(texts: list[str], image_sizes: list[tuple[int, int]], max_tokens: int) -> int:
+def estimate_tokens(
+    texts: list[str], image_sizes: list[tuple[int, int]], max_tokens: int | None
+) -> int:
     """A rough token count of a request before it is sent, for the tokens-per-minute limit.
 
     Text counts as one token per four characters; an image as OpenAI's high-detail tiling
     (85 plus 170 per 512-pixel tile after scaling to fit 2048 and a 768 short side). Providers
-    count output tokens against the limit up to ``max_tokens``, so that is added too.
+    count output tokens against the limit up to ``max_tokens``, so that is added too (1024
+    when the request sends none).
     """
     total = sum(len(t) for t in texts) // 4
     for width, height in image_sizes:
@@ -167,4 +170,4 @@ def estimate_tokens(texts: list[str], image_sizes: list[tuple[int, int]], max_to
         scale = min(1.0, 768 / max(min(w, h), 1))
         w, h = w * scale, h * scale
         total += 85 + 170 * (-(-int(w) // 512)) * (-(-int(h) // 512))
-    return total + max_tokens
+    return total + (1024 if max_tokens is None else max_tokens)

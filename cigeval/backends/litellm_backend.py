@@ -128,13 +128,15 @@ class LiteLLMBackend(RetryingBackend):
         arguments: dict[str, Any] = {
             "model": self.model,
             "messages": [to_openai_message(m) for m in request.messages],
-            "temperature": settings.temperature,
-            "max_tokens": settings.max_tokens,
             "timeout": self.policy.timeout_s,
             "num_retries": 0,
             "max_retries": 0,
             "drop_params": True,
         }
+        if settings.temperature is not None:
+            arguments["temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            arguments["max_tokens"] = settings.max_tokens
         if settings.seed is not None:
             arguments["seed"] = settings.seed
         if settings.top_p is not None:

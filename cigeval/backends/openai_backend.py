@@ -204,9 +204,12 @@ class OpenAIBackend(RetryingBackend):
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [to_openai_message(m, image_url) for m in request.messages],
-            "temperature": settings.temperature,
-            self.max_tokens_param: settings.max_tokens,
         }
+        # a setting left at None is not sent: the provider's default applies
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if settings.max_tokens is not None:
+            body[self.max_tokens_param] = settings.max_tokens
         if settings.seed is not None:
             body["seed"] = settings.seed
         if settings.top_p is not None:

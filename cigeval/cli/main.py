@@ -30,6 +30,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("tasks", "list the tasks and their sub-questions", module="cigeval.cli.listing"),
     Command("rubrics", "list the rubrics", module="cigeval.cli.listing"),
     Command("meta", "meta-evaluation against human ratings (ImagenHub)"),
+    Command(
+        "official-prompts", "write the official CIGEval code's prompts as --prompt-dir templates"
+    ),
     Command("probe", "check that a judge looks at the images (synthetic probes, no human ratings)"),
     Command(
         "finetune",

@@ -61,16 +61,20 @@ def provenance_of(
     *,
     method: str | None = None,
     scene_graph_model: str | None = None,
+    sampling: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A record's ``provenance``: cigeval's version, the method profile (``paper`` or
-    ``extended``), one :func:`judge_provenance` per judge, and the scene-graph model when one
-    apart from the judges wrote the scene graphs."""
+    ``extended``), one :func:`judge_provenance` per judge, the scene-graph model when one
+    apart from the judges wrote the scene graphs, and the sampling settings sent
+    (``sampling``: "provider default" for one not sent)."""
     provenance: dict[str, Any] = {"cigeval_version": __version__}
     if method is not None:
         provenance["method"] = method
     provenance["judges"] = list(judges)
     if scene_graph_model is not None:
         provenance["scene_graph_model"] = scene_graph_model
+    if sampling is not None:
+        provenance["sampling"] = dict(sampling)
     return provenance
 
 

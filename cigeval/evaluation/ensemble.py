@@ -37,7 +37,9 @@ def build_judges(
             for index in range(ensemble.samples_per_model):
                 settings = base
                 if several:
-                    seed = None if base.seed is None else base.seed + index
+                    # distinct seeds keep the samples apart (and apart in the cache), from 0
+                    # when no seed is given
+                    seed = (base.seed or 0) + index
                     settings = GenerationSettings(
                         temperature=ensemble.temperature,
                         max_tokens=base.max_tokens,

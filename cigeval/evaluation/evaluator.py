@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import weakref
 from collections.abc import (
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
 from cigeval.backends.cache import bypass_cached_answers
-from cigeval.config import EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
+from cigeval.config import SAMPLING_SETTINGS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
 from cigeval.evaluation._sync import run_sync
 from cigeval.evaluation.assemble import (
@@ -53,6 +54,29 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 E = TypeVar("E", bound="Evaluator")
+
+logger = logging.getLogger(__name__)
+#: The model that wrote every scene graph of the paper (§3.2, §4.4).
+PAPER_SCENE_GRAPH_MODEL = "gpt-4o"
+
+
+def scene_graph_warning(config: EvalConfig, judges: list[str]) -> str | None:
+    """Why a ``paper`` run's scene graphs are not the paper's: the paper wrote them with GPT-4o
+    whichever model judged; None when a judge is GPT-4o or the run cannot draw one."""
+    if config.method != "paper" or config.rubric != "cigeval" or config.scene_graph_model:
+        return None
+    if config.tools is not None and not any("scene" in t.lower() for t in config.tools):
+        return None
+    others = [j for j in judges if PAPER_SCENE_GRAPH_MODEL not in j.lower()]
+    if not others:
+        return None
+    return (
+        f"--method paper: the paper's scene graphs came from GPT-4o, whichever model judged; "
+        f"here the judge ({', '.join(others)}) writes them. For the paper's graphs pass "
+        "--scene-graph-model openai:gpt-4o-2024-05-13"
+    )
+
+
 #: What the evaluator accepts as a sample: a Sample, a line of a samples file, or a dict.
 SampleInput = Sample | SampleLine | dict[str, Any]
 
@@ -152,6 +176,9 @@ class Evaluator:
     def _scene_graph_backend(self) -> Backend | None:
         spec = self.config.scene_graph_model
         if spec is None:
+            warning = scene_graph_warning(self.config, [b.identity for b in self.backends])
+            if warning is not None:
+                logger.warning("%s", warning)
             return None
         backend = resolve_backend(spec, run_config=self.run_config)
         if self.batch is not None:
@@ -247,6 +274,7 @@ class Evaluator:
             scene_graph_model=(
                 self.scene_graph_backend.identity if self.scene_graph_backend else None
             ),
+            sampling={name: self.config.record()[name] for name in SAMPLING_SETTINGS},
         )
 
     async def _judge_once(

@@ -8,9 +8,12 @@ None keeps the value of ``config`` (or, without one, the default that ``method``
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+from typing_extensions import TypedDict, Unpack
 
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.errors import ConfigError
@@ -20,207 +23,6 @@ from cigeval.rules import Aggregate
 from cigeval.sample import iter_samples_file
 from cigeval.score import Score
 from cigeval.tools.settings import DifferenceConfig, GroundingConfig
-
-
-def evaluate(
-    sample: SampleInput,
-    model: Any,
-    *,
-    config: EvalConfig | None = None,
-    run_config: RunConfig | None = None,
-    base_url: str | None = None,
-    ensemble: EnsembleConfig | None = None,
-    preflight: bool | None = None,
-    method: Method | None = None,
-    rubric: str | None = None,
-    tools: str | Sequence[str] | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    max_tokens_cap: int | None = None,
-    max_reply_chars: int | None = None,
-    seed: int | None = None,
-    top_p: float | None = None,
-    aggregate: Aggregate | None = None,
-    max_rounds: int | None = None,
-    max_parse_retries: int | None = None,
-    tool_errors: Literal["fallback", "fail"] | None = None,
-    tool_use: Literal["official", "any"] | None = None,
-    tool_text: Literal["focus", "detailed"] | None = None,
-    planner_prompt: Literal["paper", "extended"] | None = None,
-    scoring_rules: Literal["paper", "extended"] | None = None,
-    scene_graph_prompt: Literal["paper", "extended"] | None = None,
-    scene_graph_model: str | None = None,
-    highlight_large_boxes: Literal["dim", "undimmed"] | None = None,
-    grounding: GroundingConfig | dict[str, Any] | None = None,
-    difference: DifferenceConfig | dict[str, Any] | None = None,
-    image_encoding: Literal["jpeg75", "original"] | None = None,
-    image_format: Literal["PNG", "JPEG"] | None = None,
-    prompt_dir: str | None = None,
-    rubric_options: dict[str, Any] | None = None,
-) -> Score:
-    """Judge one sample: ``cigeval.evaluate(sample, model="openai:gpt-4o-2024-05-13")``.
-
-    ``sample`` is a :class:`cigeval.Sample`, a line of a samples file or a dict;
-    ``model`` a judge spec string, a LangChain chat model, a :class:`cigeval.Backend`, or a
-    list of these (an ensemble, see ``ensemble``). Returns the :class:`cigeval.Score`; a
-    sample that cannot be judged is a Score with ``status="error"`` naming the problem.
-    """
-    return Evaluator(model, **_given(locals(), skip=("sample", "model"))).evaluate(sample)
-
-
-async def evaluate_async(
-    sample: SampleInput,
-    model: Any,
-    *,
-    config: EvalConfig | None = None,
-    run_config: RunConfig | None = None,
-    base_url: str | None = None,
-    ensemble: EnsembleConfig | None = None,
-    preflight: bool | None = None,
-    method: Method | None = None,
-    rubric: str | None = None,
-    tools: str | Sequence[str] | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    max_tokens_cap: int | None = None,
-    max_reply_chars: int | None = None,
-    seed: int | None = None,
-    top_p: float | None = None,
-    aggregate: Aggregate | None = None,
-    max_rounds: int | None = None,
-    max_parse_retries: int | None = None,
-    tool_errors: Literal["fallback", "fail"] | None = None,
-    tool_use: Literal["official", "any"] | None = None,
-    tool_text: Literal["focus", "detailed"] | None = None,
-    planner_prompt: Literal["paper", "extended"] | None = None,
-    scoring_rules: Literal["paper", "extended"] | None = None,
-    scene_graph_prompt: Literal["paper", "extended"] | None = None,
-    scene_graph_model: str | None = None,
-    highlight_large_boxes: Literal["dim", "undimmed"] | None = None,
-    grounding: GroundingConfig | dict[str, Any] | None = None,
-    difference: DifferenceConfig | dict[str, Any] | None = None,
-    image_encoding: Literal["jpeg75", "original"] | None = None,
-    image_format: Literal["PNG", "JPEG"] | None = None,
-    prompt_dir: str | None = None,
-    rubric_options: dict[str, Any] | None = None,
-) -> Score:
-    """Async :func:`evaluate`: ``score = await cigeval.evaluate_async(sample, model=...)``."""
-    evaluator = Evaluator(model, **_given(locals(), skip=("sample", "model")))
-    return await evaluator.evaluate_async(sample)
-
-
-def evaluate_many(
-    samples: Iterable[SampleInput] | str | Path | Any,
-    model: Any,
-    *,
-    concurrency: int | None = None,
-    columns: str | Mapping[str, str] | None = None,
-    task: str | None = None,
-    config: EvalConfig | None = None,
-    run_config: RunConfig | None = None,
-    base_url: str | None = None,
-    ensemble: EnsembleConfig | None = None,
-    preflight: bool | None = None,
-    method: Method | None = None,
-    rubric: str | None = None,
-    tools: str | Sequence[str] | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    max_tokens_cap: int | None = None,
-    max_reply_chars: int | None = None,
-    seed: int | None = None,
-    top_p: float | None = None,
-    aggregate: Aggregate | None = None,
-    max_rounds: int | None = None,
-    max_parse_retries: int | None = None,
-    tool_errors: Literal["fallback", "fail"] | None = None,
-    tool_use: Literal["official", "any"] | None = None,
-    tool_text: Literal["focus", "detailed"] | None = None,
-    planner_prompt: Literal["paper", "extended"] | None = None,
-    scoring_rules: Literal["paper", "extended"] | None = None,
-    scene_graph_prompt: Literal["paper", "extended"] | None = None,
-    scene_graph_model: str | None = None,
-    highlight_large_boxes: Literal["dim", "undimmed"] | None = None,
-    grounding: GroundingConfig | dict[str, Any] | None = None,
-    difference: DifferenceConfig | dict[str, Any] | None = None,
-    image_encoding: Literal["jpeg75", "original"] | None = None,
-    image_format: Literal["PNG", "JPEG"] | None = None,
-    prompt_dir: str | None = None,
-    rubric_options: dict[str, Any] | None = None,
-) -> list[Score]:
-    """Judge many samples; results in input order.
-
-    ``samples`` is a list, the path of a samples JSONL, or a Hugging Face
-    ``datasets.Dataset`` / ``IterableDataset`` with ``columns`` saying which column holds
-    which sample field (``{"task": "category", "prompt": "caption", "output": "image"}``;
-    see :class:`cigeval.hf_datasets.ColumnMap`) and ``task`` the task of every row when no
-    column holds it. Other keyword arguments go to :class:`Evaluator`.
-
-    ``concurrency`` samples are judged at once, with as many model calls in flight as that
-    many samples need (``RunConfig.max_calls_in_flight`` when set, else 3 per sample).
-    """
-    settings = _given(locals(), skip=("samples", "model", "concurrency", "columns", "task"))
-    items = _items(samples, columns, task)
-    return Evaluator(model, **_sized(settings, concurrency)).evaluate_many(items)
-
-
-async def evaluate_many_async(
-    samples: Iterable[SampleInput] | str | Path | Any,
-    model: Any,
-    *,
-    concurrency: int | None = None,
-    columns: str | Mapping[str, str] | None = None,
-    task: str | None = None,
-    config: EvalConfig | None = None,
-    run_config: RunConfig | None = None,
-    base_url: str | None = None,
-    ensemble: EnsembleConfig | None = None,
-    preflight: bool | None = None,
-    method: Method | None = None,
-    rubric: str | None = None,
-    tools: str | Sequence[str] | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    max_tokens_cap: int | None = None,
-    max_reply_chars: int | None = None,
-    seed: int | None = None,
-    top_p: float | None = None,
-    aggregate: Aggregate | None = None,
-    max_rounds: int | None = None,
-    max_parse_retries: int | None = None,
-    tool_errors: Literal["fallback", "fail"] | None = None,
-    tool_use: Literal["official", "any"] | None = None,
-    tool_text: Literal["focus", "detailed"] | None = None,
-    planner_prompt: Literal["paper", "extended"] | None = None,
-    scoring_rules: Literal["paper", "extended"] | None = None,
-    scene_graph_prompt: Literal["paper", "extended"] | None = None,
-    scene_graph_model: str | None = None,
-    highlight_large_boxes: Literal["dim", "undimmed"] | None = None,
-    grounding: GroundingConfig | dict[str, Any] | None = None,
-    difference: DifferenceConfig | dict[str, Any] | None = None,
-    image_encoding: Literal["jpeg75", "original"] | None = None,
-    image_format: Literal["PNG", "JPEG"] | None = None,
-    prompt_dir: str | None = None,
-    rubric_options: dict[str, Any] | None = None,
-) -> list[Score]:
-    """Async :func:`evaluate_many`."""
-    settings = _given(locals(), skip=("samples", "model", "concurrency", "columns", "task"))
-    items = _items(samples, columns, task)
-    return await Evaluator(model, **_sized(settings, concurrency)).evaluate_many_async(items)
-
-
-def _sized(kwargs: dict[str, Any], concurrency: int | None) -> dict[str, Any]:
-    """The Evaluator's arguments with ``concurrency`` as its run's concurrency, so that the
-    limit of calls in flight its judges are built with follows it."""
-    if concurrency is None:
-        return kwargs
-    run_config = kwargs.get("run_config") or RunConfig()
-    try:
-        sized = RunConfig.model_validate({**run_config.model_dump(), "concurrency": concurrency})
-    except Exception as exc:
-        raise ConfigError(f"invalid concurrency {concurrency!r}: {exc}") from None
-    return {**kwargs, "run_config": sized}
-
 
 #: What every entry point's help says of the keywords they share (the EvalConfig fields'
 #: own descriptions are added below it, so there is one text per setting).
@@ -246,18 +48,148 @@ def _settings_help() -> str:
     lines.append(
         "\ntools also takes the comma-separated string of --tools: "
         'tools="Difference,Scene Graph" is tools=["Difference", "Scene Graph"]. '
-        "seed=None keeps config's seed (0 by default); config=EvalConfig(seed=None) sends none."
+        "seed=None keeps config's seed (the paper method sends none; extended sends 0)."
     )
     return "\n".join(lines)
 
 
-for _function in (evaluate, evaluate_async, evaluate_many, evaluate_many_async):
-    _function.__doc__ = f"{inspect.cleandoc(_function.__doc__ or '')}\n{_settings_help()}"
+class Settings(TypedDict, total=False):
+    """The keywords every entry point takes (each None keeps ``config``'s value, or the
+    default that ``method`` gives): the run's and the ensemble's settings, then every
+    :class:`cigeval.EvalConfig` field."""
+
+    config: EvalConfig | None
+    run_config: RunConfig | None
+    base_url: str | None
+    ensemble: EnsembleConfig | None
+    preflight: bool | None
+    method: Method | None
+    rubric: str | None
+    tools: str | Sequence[str] | None
+    temperature: float | None
+    max_tokens: int | None
+    max_tokens_cap: int | None
+    max_reply_chars: int | None
+    seed: int | None
+    top_p: float | None
+    aggregate: Aggregate | None
+    max_rounds: int | None
+    max_parse_retries: int | None
+    tool_errors: Literal["fallback", "fail"] | None
+    tool_use: Literal["official", "any"] | None
+    tool_text: Literal["focus", "detailed"] | None
+    planner_prompt: Literal["paper", "extended"] | None
+    scoring_rules: Literal["paper", "extended"] | None
+    scene_graph_prompt: Literal["paper", "extended"] | None
+    request_layout: Literal["official", "cigeval"] | None
+    scene_graph_calls: Literal["per_question", "per_image"] | None
+    scene_graph_text: Literal["as_written", "json"] | None
+    scene_graph_model: str | None
+    highlight_large_boxes: Literal["dim", "undimmed"] | None
+    grounding: GroundingConfig | dict[str, Any] | None
+    difference: DifferenceConfig | dict[str, Any] | None
+    image_encoding: Literal["jpeg75", "original"] | None
+    image_format: Literal["PNG", "JPEG"] | None
+    prompt_dir: str | None
+    rubric_options: dict[str, Any] | None
 
 
-def _given(arguments: dict[str, Any], skip: Sequence[str]) -> dict[str, Any]:
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _takes_settings(function: F) -> F:
+    """Show :class:`Settings` as ``function``'s own typed keyword-only arguments to help(),
+    IPython and editors that read the signature (it is written once, here, for all four);
+    its help lists each with its description."""
+    hints = typing.get_type_hints(Settings)
+    own = inspect.signature(function)
+    kept = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    keywords = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hint)
+        for name, hint in hints.items()
+    ]
+    function.__signature__ = own.replace(parameters=[*kept, *keywords])  # type: ignore[attr-defined]
+    annotations = {k: v for k, v in function.__annotations__.items() if k != "settings"}
+    function.__annotations__ = {**annotations, **hints}
+    function.__doc__ = f"{inspect.cleandoc(function.__doc__ or '')}\n{_settings_help()}"
+    return function
+
+
+@_takes_settings
+def evaluate(sample: SampleInput, model: Any, **settings: Unpack[Settings]) -> Score:
+    """Judge one sample: ``cigeval.evaluate(sample, model="openai:gpt-4o-2024-05-13")``.
+
+    ``sample`` is a :class:`cigeval.Sample`, a line of a samples file or a dict;
+    ``model`` a judge spec string, a LangChain chat model, a :class:`cigeval.Backend`, or a
+    list of these (an ensemble, see ``ensemble``). Returns the :class:`cigeval.Score`; a
+    sample that cannot be judged is a Score with ``status="error"`` naming the problem.
+    """
+    return Evaluator(model, **_given(settings)).evaluate(sample)
+
+
+@_takes_settings
+async def evaluate_async(sample: SampleInput, model: Any, **settings: Unpack[Settings]) -> Score:
+    """Async :func:`evaluate`: ``score = await cigeval.evaluate_async(sample, model=...)``."""
+    return await Evaluator(model, **_given(settings)).evaluate_async(sample)
+
+
+@_takes_settings
+def evaluate_many(
+    samples: Iterable[SampleInput] | str | Path | Any,
+    model: Any,
+    *,
+    concurrency: int | None = None,
+    columns: str | Mapping[str, str] | None = None,
+    task: str | None = None,
+    **settings: Unpack[Settings],
+) -> list[Score]:
+    """Judge many samples; results in input order.
+
+    ``samples`` is a list, the path of a samples JSONL, or a Hugging Face
+    ``datasets.Dataset`` / ``IterableDataset`` with ``columns`` saying which column holds
+    which sample field (``{"task": "category", "prompt": "caption", "output": "image"}``;
+    see :class:`cigeval.hf_datasets.ColumnMap`) and ``task`` the task of every row when no
+    column holds it.
+
+    ``concurrency`` samples are judged at once, with as many model calls in flight as that
+    many samples need (``RunConfig.max_calls_in_flight`` when set, else 3 per sample).
+    """
+    items = _items(samples, columns, task)
+    return Evaluator(model, **_sized(_given(settings), concurrency)).evaluate_many(items)
+
+
+@_takes_settings
+async def evaluate_many_async(
+    samples: Iterable[SampleInput] | str | Path | Any,
+    model: Any,
+    *,
+    concurrency: int | None = None,
+    columns: str | Mapping[str, str] | None = None,
+    task: str | None = None,
+    **settings: Unpack[Settings],
+) -> list[Score]:
+    """Async :func:`evaluate_many`."""
+    items = _items(samples, columns, task)
+    judge = Evaluator(model, **_sized(_given(settings), concurrency))
+    return await judge.evaluate_many_async(items)
+
+
+def _sized(kwargs: dict[str, Any], concurrency: int | None) -> dict[str, Any]:
+    """The Evaluator's arguments with ``concurrency`` as its run's concurrency, so that the
+    limit of calls in flight its judges are built with follows it."""
+    if concurrency is None:
+        return kwargs
+    run_config = kwargs.get("run_config") or RunConfig()
+    try:
+        sized = RunConfig.model_validate({**run_config.model_dump(), "concurrency": concurrency})
+    except Exception as exc:
+        raise ConfigError(f"invalid concurrency {concurrency!r}: {exc}") from None
+    return {**kwargs, "run_config": sized}
+
+
+def _given(settings: Settings) -> dict[str, Any]:
     """The keywords a caller gave (not None), for :class:`Evaluator`."""
-    return {k: v for k, v in arguments.items() if k not in skip and v is not None}
+    return {k: v for k, v in settings.items() if v is not None}
 
 
 def _items(

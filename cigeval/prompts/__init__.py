@@ -14,6 +14,9 @@ import jinja2
 BUILTIN_FOLDER = Path(__file__).resolve().parent
 #: The suffix of template files.
 TEMPLATE_SUFFIX = ".j2"
+#: The suffixes of every template file: Jinja2, and the exact-text ones of
+#: :mod:`cigeval.prompts.exact`.
+_SUFFIXES = (TEMPLATE_SUFFIX, ".txt")
 
 
 @lru_cache(maxsize=16)
@@ -75,11 +78,13 @@ def templates_sha256(prompt_dir: str | os.PathLike[str] | None = None) -> str:
     recent = _recent.get(key)
     if recent is not None and now - recent[0] < SIGNATURE_TTL_S:
         return recent[1]
-    files = {p.name: p for p in BUILTIN_FOLDER.glob(f"*{TEMPLATE_SUFFIX}")}
+    files = {p.name: p for p in BUILTIN_FOLDER.glob("*") if p.suffix in _SUFFIXES}
     if prompt_dir is not None:
         folder = Path(prompt_dir).expanduser()
         if folder.is_dir():
-            files.update({p.name: p for p in folder.glob(f"*{TEMPLATE_SUFFIX}") if p.is_file()})
+            files.update(
+                {p.name: p for p in folder.glob("*") if p.suffix in _SUFFIXES and p.is_file()}
+            )
     signature = []
     for name in sorted(files):
         try:

@@ -179,7 +179,7 @@ def request_parts(request: ModelRequest | dict[str, Any]) -> list[str | Image.Im
 
 
 def _condition(text: str) -> str:
-    found = re.findall(r"^(?:Text prompt|Editing instruction): (.+)$", text, re.MULTILINE)
+    found = re.findall(r"^(?:Text [Pp]rompt|Editing instruction): (.+)$", text, re.MULTILINE)
     return found[-1] if found else ""
 
 
@@ -206,7 +206,7 @@ def probe_judge(scorer: Scorer = seeing_scorer) -> Callable[[Any], str]:
         parts = request_parts(request)
         text = "\n".join(p for p in parts if isinstance(p, str))
         images = [p for p in parts if isinstance(p, Image.Image)]
-        if "### Questions" in text or ("scene graph" in text.lower() and "RULES:" not in text):
+        if "### Task" in text or ("scene graph" in text.lower() and "RULES:" not in text):
             return planner(request)
         if "ASPECT 1 (" in text:  # viescore SC: one score per aspect
             numbered = _numbered_images(parts)

@@ -47,12 +47,19 @@ if TYPE_CHECKING:
     from cigeval.config import EvalConfig
 
 
-def normalize_query(query: str) -> str:
+def normalize_query(query: str, form: str = "phrases") -> str:
     """GroundingDINO's prompt form: lower-case phrases, each ending with '.'.
 
-    ``"Red car, Dog"`` becomes ``"red car. dog."``. Raises :class:`ToolError` when no phrase
+    ``"Red car, Dog"`` becomes ``"red car. dog."``. ``form="as_given"`` is what the official
+    code passes (GroundingDINO itself only lower-cases, strips and ends the text with '.'):
+    ``"Red car, Dog"`` becomes ``"red car, dog."``. Raises :class:`ToolError` when no phrase
     is left.
     """
+    if form == "as_given":
+        text = query.lower().strip()
+        if not text.strip(" .;,\n"):
+            raise ToolError(f"empty grounding query {query!r}: name the object to look for")
+        return text if text.endswith(".") else text + "."
     phrases = [p.strip() for p in re.split(r"[.;,\n]+", query.lower())]
     phrases = [" ".join(p.split()) for p in phrases if p.strip()]
     if not phrases:
@@ -159,16 +166,25 @@ class GroundingDinoDetector:
         box_threshold: float = 0.35,
         text_threshold: float = 0.25,
         device: str | None = None,
+        query_form: str = "phrases",
     ) -> None:
         self.checkpoint = checkpoint
         self.box_threshold = box_threshold
         self.text_threshold = text_threshold
         self._device = device
+        #: How a query becomes the detector's text (:func:`normalize_query`).
+        self.query_form = query_form
 
     @classmethod
     def from_config(cls, config: GroundingConfig) -> GroundingDinoDetector:
         """A detector with the settings of ``config``."""
-        return cls(config.checkpoint, config.box_threshold, config.text_threshold, config.device)
+        return cls(
+            config.checkpoint,
+            config.box_threshold,
+            config.text_threshold,
+            config.device,
+            config.query_form,
+        )
 
     @property
     def device(self) -> str:
@@ -183,7 +199,7 @@ class GroundingDinoDetector:
         parts = [
             "grounding/v1",
             image_sha256,
-            normalize_query(query),
+            normalize_query(query, self.query_form),
             self.checkpoint,
             repr(self.box_threshold),
             repr(self.text_threshold),
@@ -195,7 +211,7 @@ class GroundingDinoDetector:
 
         Blocking: from async code run it in a worker thread.
         """
-        text = normalize_query(query)
+        text = normalize_query(query, self.query_form)
         loaded = _load(self.checkpoint, self.device)
         torch = _import_torch()
         rgb = to_rgb(image)

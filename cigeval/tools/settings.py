@@ -25,6 +25,7 @@ OFFICIAL_GROUNDING: dict[str, Any] = {
     "text_threshold": 0.2,
     "boxes": "best_per_phrase",
     "queries": "official",
+    "query_form": "as_given",
 }
 
 #: Difference as the official code runs it ("MaskFocus"): 5x5 blur, grayscale difference
@@ -106,6 +107,13 @@ class GroundingConfig(BaseModel):
         "'background'; the planner is not asked for one), or planner (a short noun phrase "
         "the planner writes, else the sub-question's default query)",
         json_schema_extra=flag("--grounding-queries", by_method=True),
+    )
+    query_form: Literal["as_given", "phrases"] = Field(
+        "phrases",
+        description="how the query reaches the detector: as_given (lower-cased, ending with "
+        "a period, as the official code passes it) or phrases (split on commas, semicolons "
+        "and periods into phrases, each ending with a period)",
+        json_schema_extra={"flag": "--grounding-query-form", "by_method": True},
     )
     device: str | None = Field(
         None,

@@ -56,7 +56,7 @@ def _samples_with_bad_ones(folder: Path) -> Path:
 
 def _plans(server: FakeOpenAIServer) -> int:
     """Planning requests the server got: one per sample judged by the cigeval rubric."""
-    return sum("### Questions" in request_text(r.body) for r in server.requests)
+    return sum("### Task" in request_text(r.body) for r in server.requests)
 
 
 def test_the_cli_on_ray_writes_the_records_of_the_local_engine(env: Path, capsys):

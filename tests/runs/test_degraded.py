@@ -21,7 +21,7 @@ TOOLS = ("--tools", "Difference")
 
 
 def _plans_never_parse(body: dict) -> str:
-    if "### Questions" in request_text(body):
+    if "### Task" in request_text(body):
         return "I would rather not plan anything today."
     return rule_judge(default_score=6)(body)
 

@@ -37,7 +37,7 @@ def _absolute(images: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 def _plans(evaluator: Evaluator) -> int:
     backend = evaluator.backend
-    return sum("### Questions" in request_text(r) for r in backend.requests)  # type: ignore[attr-defined]
+    return sum("### Task" in request_text(r) for r in backend.requests)  # type: ignore[attr-defined]
 
 
 def test_a_run_from_samples_in_memory_resumes_and_reports_at_the_end(tmp_path: Path) -> None:

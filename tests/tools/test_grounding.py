@@ -54,6 +54,23 @@ def test_normalize_query() -> None:
         normalize_query(" . , ")
 
 
+def test_the_official_query_form_passes_the_text_as_given() -> None:
+    # GroundingDINO lower-cases, strips and ends the official code's text with a period
+    assert normalize_query("Add a red hat, and a scarf; please", "as_given") == (
+        "add a red hat, and a scarf; please."
+    )
+    assert normalize_query(" A dog. ", "as_given") == "a dog."
+    with pytest.raises(ToolError):
+        normalize_query(" . ", "as_given")
+    assert GroundingDinoDetector.from_config(EvalConfig().grounding).query_form == "as_given"
+    assert EvalConfig(method="extended").grounding.query_form == "phrases"
+    paper, extended = (
+        GroundingDinoDetector(query_form=form).cache_key("sha", "a cat, a dog")
+        for form in ("as_given", "phrases")
+    )
+    assert paper != extended  # the boxes found depend on the form
+
+
 def test_detect_returns_boxes_inside_the_image(checkpoint: str) -> None:
     detector = GroundingDinoDetector(checkpoint, box_threshold=0.0, text_threshold=0.0)
     image = _image(0)

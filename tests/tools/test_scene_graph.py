@@ -163,12 +163,22 @@ async def test_prompt_dir_replaces_the_scene_graph_prompt(make_ctx: MakeCtx, tmp
     from cigeval.config import EvalConfig
 
     (tmp_path / "scene_graph.j2").write_text("CCOT VARIANT: list objects, attributes, relations.")
-    judge = FakeJudge()
+    # the paper layout's request is an exact-text template, sent as written (no stripping)
+    (tmp_path / "paper_scene_graph.txt").write_text("\nPAPER VARIANT: a scene graph.\n")
     (output,) = _images("blue")
-    config = EvalConfig(prompt_dir=str(tmp_path))
-    ctx = make_ctx(
-        "text_guided_ig", "prompt_following", {"output": output}, call_model=judge, config=config
-    )
-    await SceneGraphTool().run(ctx)
-    ((_, messages),) = judge.calls
-    assert messages[0].text_content() == "CCOT VARIANT: list objects, attributes, relations."
+    for layout, wanted in (
+        ("cigeval", "CCOT VARIANT: list objects, attributes, relations."),
+        ("official", "\nPAPER VARIANT: a scene graph.\n"),
+    ):
+        judge = FakeJudge()
+        config = EvalConfig(prompt_dir=str(tmp_path), request_layout=layout)
+        ctx = make_ctx(
+            "text_guided_ig",
+            "prompt_following",
+            {"output": output},
+            call_model=judge,
+            config=config,
+        )
+        await SceneGraphTool().run(ctx)
+        ((_, messages),) = judge.calls
+        assert messages[0].text_content() == wanted, layout

@@ -1,0 +1,182 @@
+"""The official request layout (``EvalConfig.request_layout="official"``, the paper's method).
+
+The official code (HITsz-TMG/Agentic-CIGEval, ``evaluate.py``, ``agent/openai.py``) sends every
+request as one user message: the whole prompt text first, then the images, unlabelled, in its
+order. The judge's prompt is one template per task and sub-question with the tool text
+(``{tool_text}``: the focus sentence, the scene graphs, or nothing) inside the rules, before
+the objective; the planner's is one template with the task's description (``{task}``)
+inside. The templates are exact text with ``{name}`` placeholders (:mod:`cigeval.prompts.exact`),
+filled in the official code's order, so a prompt dir written by ``cigeval official-prompts``
+gives the official requests byte for byte. A task without such templates (a user's task) keeps
+cigeval's layout.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cigeval.messages import ImagePart, Message, TextPart
+from cigeval.prompts import render
+from cigeval.prompts.exact import exact_path, fill
+from cigeval.registry import normalize_name
+from cigeval.tasks.spec import field_text
+
+if TYPE_CHECKING:
+    from cigeval.config import EvalConfig
+    from cigeval.sample import Sample
+    from cigeval.sample_run import SampleRun
+    from cigeval.tasks import SubQuestion, TaskSpec
+    from cigeval.tools import Tool, ToolResult
+
+#: The planner's template; its ``{task}`` is the task's own template (:func:`plan_template`).
+PLANNER = "paper_planner"
+#: The scene-graph request's template.
+SCENE_GRAPH = "paper_scene_graph"
+#: The tool text after Grounding ("Highlight") or Difference ("MaskFocus").
+FOCUS = "paper_tool_focus"
+#: The tool text of one scene graph (``{scene_graph}``) and of two (``{scene_graph_1}``, ``_2``).
+ONE_SCENE_GRAPH = "paper_tool_scene_graph"
+TWO_SCENE_GRAPHS = "paper_tool_scene_graphs"
+#: Tools whose official tool text is the focus sentence, whatever they found.
+FOCUS_TOOLS = ("Grounding", "Difference")
+
+#: The placeholders the official code fills in each judge prompt, in its order (before
+#: ``{tool_text}``, which always comes last); text = the prompt.
+JUDGE_PLACEHOLDERS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("text_guided_ig", "prompt_following"): ("text",),
+    ("mask_guided_ie", "edit_success"): ("instruction",),
+    ("mask_guided_ie", "over_editing"): ("instruction",),
+    ("text_guided_ie", "edit_success"): ("instruction",),
+    ("text_guided_ie", "over_editing"): ("instruction",),
+    ("subject_driven_ig", "subject_similarity"): ("subject",),
+    ("subject_driven_ig", "prompt_following"): ("text",),
+    ("subject_driven_ie", "subject_similarity"): ("subject",),
+    ("subject_driven_ie", "background_preservation"): (),
+    ("multi_concept_ic", "concept_1_similarity"): ("text", "subject"),
+    ("multi_concept_ic", "concept_2_similarity"): ("text", "subject"),
+    ("multi_concept_ic", "prompt_following"): ("text",),
+    ("control_guided_ig", "control_following"): (),
+    ("control_guided_ig", "prompt_following"): ("text",),
+}
+#: The placeholder of each task's planner description.
+PLAN_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
+    "text_guided_ig": ("text",),
+    "mask_guided_ie": ("instruction",),
+    "text_guided_ie": ("instruction",),
+    "subject_driven_ig": ("text",),
+    "subject_driven_ie": ("subject",),
+    "multi_concept_ic": ("text",),
+    "control_guided_ig": ("text",),
+}
+_ANY = ("text", "instruction", "subject")
+#: The tools the official planner prompt lists (cigeval's names, normalised).
+_OFFICIAL_TOOLS = {normalize_name(name) for name in ("Grounding", "Scene Graph", "Difference")}
+
+
+def judge_template(task_id: str, question_id: str) -> str:
+    """The judge template of one sub-question."""
+    return f"paper_judge_{task_id}_{question_id}"
+
+
+def plan_template(task_id: str) -> str:
+    """The planner's description of one task (the official rule and task lines)."""
+    return f"paper_plan_{task_id}"
+
+
+def official_plan(config: EvalConfig, spec: TaskSpec) -> bool:
+    """Whether the planner's request of ``spec`` takes the official layout."""
+    return (
+        config.request_layout == "official"
+        and exact_path(plan_template(spec.id), config.prompt_dir) is not None
+    )
+
+
+def official_judge(config: EvalConfig, spec: TaskSpec, question: SubQuestion) -> bool:
+    """Whether the judge's first request of ``question`` takes the official layout."""
+    return (
+        config.request_layout == "official"
+        and exact_path(judge_template(spec.id, question.id), config.prompt_dir) is not None
+    )
+
+
+def _value(sample: Sample, placeholder: str, question: SubQuestion | None) -> str:
+    """A placeholder's value, stripped as the official code strips its inputs."""
+    name = {"text": "prompt"}.get(placeholder, placeholder)
+    if placeholder == "subject" and question is not None and question.condition_field:
+        name = question.condition_field  # a concept question's own concept
+    return (field_text(sample, name) or "").strip()
+
+
+def tool_text(run: SampleRun, result: ToolResult | None) -> str:
+    """What ``{tool_text}`` holds: nothing without a tool, the focus sentence after Grounding
+    or Difference, the scene graphs as the model wrote them after Scene Graph, and any other
+    tool's own text."""
+    prompt_dir = run.config.prompt_dir
+    if result is None:
+        return ""
+    if result.tool in FOCUS_TOOLS:
+        return fill(FOCUS, (), prompt_dir)
+    graphs = result.data.get("scene_graph_texts")
+    if isinstance(graphs, dict) and len(graphs) in (1, 2):
+        texts = [str(t) for t in graphs.values()]
+        if len(texts) == 1:
+            return fill(ONE_SCENE_GRAPH, [("scene_graph", texts[0])], prompt_dir)
+        pairs = [("scene_graph_1", texts[0]), ("scene_graph_2", texts[1])]
+        return fill(TWO_SCENE_GRAPHS, pairs, prompt_dir)
+    return result.text
+
+
+def judge_messages(
+    run: SampleRun,
+    question: SubQuestion,
+    result: ToolResult | None,
+    can_request_tool: bool,
+    tool_names: list[str],
+) -> list[Message]:
+    """One user message: the sub-question's prompt (tool text inside), then its images
+    (a tool's highlighted versions where it made them), unlabelled."""
+    spec = run.task
+    names = JUDGE_PLACEHOLDERS.get((spec.id, question.id), _ANY)
+    values = [(name, _value(run.sample, name, question)) for name in names]
+    values.append(("tool_text", tool_text(run, result)))
+    parts: list[TextPart | ImagePart] = [
+        TextPart(fill(judge_template(spec.id, question.id), values, run.config.prompt_dir))
+    ]
+    if can_request_tool:  # cigeval's rounds (--max-rounds > 1): how to ask for a tool
+        parts.append(
+            TextPart(
+                render(
+                    "judge_reply.j2",
+                    prompt_dir=run.config.prompt_dir,
+                    can_request_tool=True,
+                    tool_names=", ".join(f'"{n}"' for n in tool_names),
+                )
+            )
+        )
+    replaced = result.images if result is not None else {}
+    for role in question.image_roles:
+        if role in run.images and role != "mask":
+            parts.append(ImagePart(run.encode(replaced.get(role, run.images[role])), role))
+    return [Message("user", tuple(parts))]
+
+
+def plan_messages(
+    run: SampleRun, spec: TaskSpec, roles: list[str], tools: list[Tool]
+) -> list[Message]:
+    """One user message: the planner's prompt with the task's description, then the images
+    ``roles`` (the task's input order), unlabelled. Tools the official code does not have
+    (OCR, a plugin's) are listed in a text part of their own after the prompt, only when
+    offered."""
+    prompt_dir = run.config.prompt_dir
+    names = PLAN_PLACEHOLDERS.get(spec.id, _ANY)
+    values = [(name, _value(run.sample, name, None)) for name in names]
+    task = fill(plan_template(spec.id), values, prompt_dir)
+    parts: list[TextPart | ImagePart] = [TextPart(fill(PLANNER, [("task", task)], prompt_dir))]
+    extra = [t for t in tools if normalize_name(t.name) not in _OFFICIAL_TOOLS]
+    if extra:
+        described = [{"name": t.name, "description": t.description} for t in extra]
+        parts.append(
+            TextPart(render("planner_more_tools.j2", prompt_dir=prompt_dir, tools=described))
+        )
+    parts += [ImagePart(run.encode(run.images[role]), role) for role in roles]
+    return [Message("user", tuple(parts))]

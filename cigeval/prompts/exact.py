@@ -1,0 +1,48 @@
+"""Exact-text templates: the prompts of the paper's request layout (``request_layout=official``).
+
+The official CIGEval code builds its prompts from Python strings with ``str.replace`` of
+``{name}`` placeholders, and sends them as they are (no stripping). These templates work the
+same way, so a prompt dir written by ``cigeval official-prompts`` from the user's copy of that
+code makes cigeval's requests byte-identical to the official client's. The built-in ones
+(``paper_*.txt`` in this folder) are cigeval's own wording with the same structure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from cigeval.errors import ConfigError
+from cigeval.prompts import BUILTIN_FOLDER
+
+#: The suffix of exact-text template files.
+EXACT_SUFFIX = ".txt"
+
+
+def exact_path(name: str, prompt_dir: str | None = None) -> Path | None:
+    """The file holding template ``name`` (``prompt_dir`` first), or None when there is none."""
+    for folder in ([Path(prompt_dir).expanduser()] if prompt_dir else []) + [BUILTIN_FOLDER]:
+        path = folder / f"{name}{EXACT_SUFFIX}"
+        if path.is_file():
+            return path
+    return None
+
+
+def read_exact(name: str, prompt_dir: str | None = None) -> str:
+    """The text of template ``name``, byte for byte (ConfigError when it cannot be read)."""
+    path = exact_path(name, prompt_dir)
+    if path is None:
+        raise ConfigError(f"no prompt template {name}{EXACT_SUFFIX} (built in or in {prompt_dir})")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the prompt template {path}: {exc}") from None
+
+
+def fill(name: str, values: Sequence[tuple[str, str]], prompt_dir: str | None = None) -> str:
+    """Template ``name`` with each ``{placeholder}`` replaced by its value, in the order given
+    (as the official code does it: a value holding a later placeholder is replaced too)."""
+    text = read_exact(name, prompt_dir)
+    for placeholder, value in values:
+        text = text.replace("{" + placeholder + "}", value)
+    return text

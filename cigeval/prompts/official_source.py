@@ -1,0 +1,169 @@
+"""The exact prompts of the user's copy of the official CIGEval code, as paper-layout templates.
+
+cigeval ships its own wording; the official sentences stay in the user's clone of
+HITsz-TMG/Agentic-CIGEval. :func:`extract_official_prompts` reads them from its Python files by
+parsing them (:mod:`ast`: nothing there is imported or run) and :func:`write_official_prompts`
+writes them as the exact-text templates of :mod:`cigeval.agent.paper_layout`, so that
+``--prompt-dir`` with ``--method paper`` sends the official requests byte for byte.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from cigeval.errors import ConfigError
+from cigeval.prompts.exact import EXACT_SUFFIX
+
+#: The official prompt module and its variable of each planner part, by cigeval task.
+PLAN_PARTS: dict[str, tuple[str, ...]] = {
+    "text_guided_ig": ("Text_Guided_IG_Rule", "Text_Guided_IG_Task_1"),
+    "mask_guided_ie": ("Mask_Guided_IE_Rule", "Mask_Guided_IE_Task_1", "Mask_Guided_IE_Task_2"),
+    "text_guided_ie": ("Text_Guided_IE_Rule", "Text_Guided_IE_Task_1", "Text_Guided_IE_Task_2"),
+    "subject_driven_ig": (
+        "Subject_Driven_IG_Rule",
+        "Subject_Driven_IG_Task_1",
+        "Subject_Driven_IG_Task_2",
+    ),
+    "subject_driven_ie": (
+        "Subject_Driven_IE_Rule",
+        "Subject_Driven_IE_Task_1",
+        "Subject_Driven_IE_Task_2",
+    ),
+    "multi_concept_ic": (
+        "Multi_Concept_IC_Rule",
+        "Multi_Concept_IC_Task_1",
+        "Multi_Concept_IC_Task_2",
+    ),
+    "control_guided_ig": (
+        "Control_Guided_IG_Rule",
+        "Control_Guided_IG_Task_1",
+        "Control_Guided_IG_Task_2",
+    ),
+}
+#: The official judge prompt of each (task, sub-question), as the official evaluate pass uses them.
+JUDGE_PROMPTS: dict[tuple[str, str], str] = {
+    ("text_guided_ig", "prompt_following"): "Text_Guided_IG_Task_1_evaluation",
+    ("mask_guided_ie", "edit_success"): "Mask_Guided_IE_Task_1_evaluation",
+    ("mask_guided_ie", "over_editing"): "Mask_Guided_IE_Task_2_evaluation",
+    ("text_guided_ie", "edit_success"): "Text_Guided_IE_Task_1_evaluation",
+    ("text_guided_ie", "over_editing"): "Text_Guided_IE_Task_2_evaluation",
+    ("subject_driven_ig", "subject_similarity"): "Subject_Driven_IG_Task_1_evaluation",
+    ("subject_driven_ig", "prompt_following"): "Subject_Driven_IG_Task_2_evaluation",
+    ("subject_driven_ie", "subject_similarity"): "Subject_Driven_IE_Task_1_evaluation",
+    ("subject_driven_ie", "background_preservation"): "Subject_Driven_IE_Task_2_evaluation",
+    ("multi_concept_ic", "concept_1_similarity"): "Multi_Concept_IC_Task_1_evaluation",
+    ("multi_concept_ic", "concept_2_similarity"): "Multi_Concept_IC_Task_1_evaluation",
+    ("multi_concept_ic", "prompt_following"): "Multi_Concept_IC_Task_2_evaluation",
+    ("control_guided_ig", "control_following"): "Control_Guided_IG_Task_1_evaluation",
+    ("control_guided_ig", "prompt_following"): "Control_Guided_IG_Task_2_evaluation",
+}
+#: The files of the official code the prompts are read from.
+PROMPT_MODULE = Path("agent/prompt_agent.py")
+EVALUATE_MODULE = Path("evaluate.py")
+SCENE_GRAPH_MODULE = Path("tools/scene_graph.py")
+
+
+def _tree(root: Path, relative: Path) -> ast.Module:
+    path = root / relative
+    if not path.is_file():
+        raise ConfigError(
+            f"{root} is not the official CIGEval code (HITsz-TMG/Agentic-CIGEval): "
+            f"{relative} is missing"
+        )
+    try:
+        return ast.parse(path.read_bytes().decode("utf-8"), filename=str(path))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+        raise ConfigError(f"cannot read {path} as Python source: {exc}") from None
+
+
+def _string_assignments(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``NAME = "literal"`` assignments (the last one of a name wins)."""
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Constant):
+            continue
+        if not isinstance(node.value.value, str):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                found[target.id] = node.value.value
+    return found
+
+
+def _function(tree: ast.Module, name: str, path: Path) -> ast.FunctionDef:
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return node
+    raise ConfigError(f"{path} has no function {name}(): not the official CIGEval code")
+
+
+def _tool_texts(tree: ast.Module) -> dict[str, str]:
+    """The tool texts of ``get_tool_text`` in evaluate.py: the focus sentence (the string it
+    returns) and the two scene-graph wrappers (the strings holding their placeholders)."""
+    function = _function(tree, "get_tool_text", EVALUATE_MODULE)
+    texts: dict[str, str] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant):
+            value = node.value.value
+            if isinstance(value, str) and value:
+                texts.setdefault("paper_tool_focus", value)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            value = node.value.value
+            if isinstance(value, str) and "{scene_graph_1}" in value:
+                texts["paper_tool_scene_graphs"] = value
+            elif isinstance(value, str) and "{scene_graph}" in value:
+                texts["paper_tool_scene_graph"] = value
+    return texts
+
+
+def extract_official_prompts(root: str | Path) -> dict[str, str]:
+    """Every paper-layout template (name -> exact text) read from the official code at ``root``.
+
+    ConfigError when ``root`` is not that code or a prompt the paper layout needs is missing.
+    """
+    folder = Path(root).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"{folder} is not a folder (expected a clone of the official code)")
+    strings = _string_assignments(_tree(folder, PROMPT_MODULE))
+    templates: dict[str, str] = {}
+    missing: list[str] = []
+
+    def take(name: str, source: dict[str, str], where: Path) -> str:
+        if name not in source:
+            missing.append(f"{name} ({where})")
+            return ""
+        return source[name]
+
+    templates["paper_planner"] = take("Tool_Decide", strings, PROMPT_MODULE)
+    for task, parts in PLAN_PARTS.items():
+        templates[f"paper_plan_{task}"] = "".join(take(p, strings, PROMPT_MODULE) for p in parts)
+    for (task, question), variable in JUDGE_PROMPTS.items():
+        templates[f"paper_judge_{task}_{question}"] = take(variable, strings, PROMPT_MODULE)
+    tools = _tool_texts(_tree(folder, EVALUATE_MODULE))
+    for name in ("paper_tool_focus", "paper_tool_scene_graph", "paper_tool_scene_graphs"):
+        templates[name] = take(name, tools, EVALUATE_MODULE)
+    graph = _string_assignments(_tree(folder, SCENE_GRAPH_MODULE))
+    templates["paper_scene_graph"] = take("sgPrompt", graph, SCENE_GRAPH_MODULE)
+    if missing:
+        raise ConfigError(
+            f"{folder} lacks prompts the paper layout needs: {', '.join(missing)} "
+            "(not the official CIGEval code, or a version that changed them)"
+        )
+    return templates
+
+
+def write_official_prompts(root: str | Path, out: str | Path) -> list[Path]:
+    """Write the templates of :func:`extract_official_prompts` into ``out``; the paths written."""
+    templates = extract_official_prompts(root)
+    folder = Path(out).expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, text in sorted(templates.items()):
+            path = folder / f"{name}{EXACT_SUFFIX}"
+            path.write_bytes(text.encode("utf-8"))
+            written.append(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the prompt templates into {folder}: {exc}") from None
+    return written
