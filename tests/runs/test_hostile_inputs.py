@@ -251,10 +251,11 @@ def test_sigterm_before_the_judging_removes_the_lock(
         os.kill(os.getpid(), signal.SIGTERM)
 
     monkeypatch.setattr("cigeval.engines.local.LocalEngine.prepare", prepare)
+    before = signal.getsignal(signal.SIGTERM)  # SIG_DFL, or what an earlier test left (Ray's)
     with FakeOpenAIServer(rule_judge()) as server:
         assert evaluate_cli(server, samples, out, *TOOLS) == 143
     assert not lock_path(out).exists()
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 # --- ids ------------------------------------------------------------------------------------
