@@ -55,7 +55,8 @@ def rules() -> dict[str, object]:
             "when": {"messages_contain": marker},
             "respond": {"content": _plan(n)},
         }
-        for n, marker in ((3, "task_id 3:"), (2, "task_id 2:"), (1, "### Task"))
+        # the planner's task lines, "<Task title> Task <n>: ..." (the paper's request layout)
+        for n, marker in ((3, " Task 3: "), (2, " Task 2: "), (1, "### Task"))
     ]
     score = {"name": "score", "respond": {"content": '{"score": 6, "reasoning": "fakellm"}'}}
     return {"version": 1, "rules": [*plans, score]}

@@ -13,13 +13,12 @@ import pytest
 from PIL import Image
 
 import cigeval.images
-from cigeval import ScriptedBackend
+from cigeval import Evaluator, ScriptedBackend
 from cigeval._file_bytes import ReloadableFileBytes
 from cigeval._image_bytes import jpeg_is_whole, png_is_plain
 from cigeval.backends.cache import ResponseCache
 from cigeval.config import RunConfig
 from cigeval.errors import InputError
-from cigeval.evaluation import Evaluator
 from cigeval.images import (
     RAW_BYTES_KEY,
     EncodedImage,

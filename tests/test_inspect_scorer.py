@@ -134,6 +134,7 @@ def test_a_real_inspect_eval_shows_the_judge_every_image_of_all_seven_tasks(
             f"openai:judge@{server.base_url}",
             tools="Difference",
             tool_text="detailed",
+            request_layout="cigeval",  # the detailed tool text names the mask's region
             difference={"mask": "split"},
             image_encoding="original",  # the files' bytes, so the judge's side can be hashed
             run_config=RunConfig(use_cache=False),
@@ -275,7 +276,7 @@ def test_the_example_task_scores_every_shipped_sample(tmp_path: Path) -> None:
     with FakeOpenAIServer(rule_judge(default_score=5)) as server:
         task = module.cigeval_examples(judge=f"openai:judge@{server.base_url}")
         (log,) = eval(task, model=_mock_model(), log_dir=str(tmp_path / "logs"), display="none")
-        plans = [r for r in server.requests if any("### Questions" in t for t in r.texts())]
+        plans = [r for r in server.requests if any("### Task:" in t for t in r.texts())]
     assert log.status == "success", log.error
     assert len(plans) == len(shipped)  # one planning call per sample: every one was judged
     values = [s.scores["cigeval"].value for s in log.samples or []]  # type: ignore[index]

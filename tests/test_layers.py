@@ -143,8 +143,8 @@ def test_the_run_reaches_the_engines_through_their_protocol_only() -> None:
     run = [m for m in graph if _within(m, ("cigeval.runs",))]
     reached = {t for m in run for t in graph[m] if _within(t, ("cigeval.engines",))}
     assert "cigeval.engines.base" in reached
-    # the protocol, the engine settings and how a run stops; never an engine's own module
-    allowed = {"cigeval.engines.base", "cigeval.engines.settings", "cigeval.engines.signals"}
+    # the protocol and the engine settings; never an engine's own module
+    allowed = {"cigeval.engines.base", "cigeval.engines.settings"}
     assert reached <= allowed
 
 

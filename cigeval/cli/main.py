@@ -18,8 +18,8 @@ from cigeval._version import __version__
 from cigeval.cli._commands import Command, add_commands
 from cigeval.cli._common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, UsageError
 from cigeval.cli._plugins import add_plugin_flag, load_plugins, plugins_given
-from cigeval.engines.signals import Terminated
 from cigeval.redact import redact_credentials
+from cigeval.signals import Terminated
 from cigeval.terminal import echo
 
 #: Every sub-command, in the order ``cigeval --help`` lists them. A sub-command's code is in

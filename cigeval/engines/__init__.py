@@ -12,13 +12,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cigeval._lazy import lazy_exports
-from cigeval.engines.settings import EngineConfig
 
 if TYPE_CHECKING:
     from cigeval.engines.ray_engine import evaluate_dataset, ray_session, record_of
+    from cigeval.engines.settings import EngineConfig
 
-#: Names of the Ray engine's module, loaded on first access.
+#: Each name's module, loaded on first access (the run's signal handling, imported by every
+#: command, needs none of them).
 _LAZY = {name: ".ray_engine" for name in ("evaluate_dataset", "ray_session", "record_of")}
+_LAZY["EngineConfig"] = ".settings"
 
 __all__ = ["EngineConfig", "evaluate_dataset", "ray_session", "record_of"]
 

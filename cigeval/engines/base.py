@@ -13,9 +13,9 @@ from typing import Any, Protocol
 from cigeval.engines.local import LocalEngine
 from cigeval.engines.on_ray import RayEngine
 from cigeval.engines.settings import EngineConfig
-from cigeval.engines.signals import Stop
 from cigeval.evaluation import Evaluator, SampleInput
 from cigeval.score import Score
+from cigeval.signals import Stop
 
 
 class Engine(Protocol):

@@ -8,10 +8,10 @@ import signal
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from cigeval.engines.signals import SIGINT, Stop, cancel_on_sigterm
 from cigeval.evaluation import Evaluator, SampleInput
 from cigeval.evaluation._sync import run_sync
 from cigeval.score import Score
+from cigeval.signals import SIGINT, Stop, cancel_on_sigterm
 
 #: How often the run's watch is asked whether the judge's servers are down (seconds).
 WATCH_INTERVAL_S = 0.5

@@ -25,9 +25,9 @@ from cigeval.engines.ray_engine import (
     worker_spec,
 )
 from cigeval.engines.settings import EngineConfig
-from cigeval.engines.signals import SIGINT, SIGTERM, Stop, Terminated, raise_on_sigterm
 from cigeval.evaluation import Evaluator, SampleInput
 from cigeval.score import Score
+from cigeval.signals import SIGINT, SIGTERM, Stop, Terminated, raise_on_sigterm
 
 
 class RayEngine:

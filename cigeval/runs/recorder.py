@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cigeval.engines.signals import CIRCUIT_BREAKER, Stop
 from cigeval.redact import redact_credentials
 from cigeval.runs.breaker import CircuitBreaker
+from cigeval.signals import CIRCUIT_BREAKER, Stop
 
 if TYPE_CHECKING:
     from cigeval.backends.reachability import ServersDown

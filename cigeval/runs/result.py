@@ -9,7 +9,6 @@ from typing import Any
 
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
-from cigeval.engines.signals import CIRCUIT_BREAKER, SIGTERM
 from cigeval.results.summary import RunSummary
 from cigeval.runs.breaker import CircuitBreaker
 from cigeval.runs.options import RunOptions
@@ -20,6 +19,7 @@ from cigeval.runs.status import (
     EXIT_SAMPLE_ERRORS,
     EXIT_TERMINATED,
 )
+from cigeval.signals import CIRCUIT_BREAKER, SIGTERM
 
 
 @dataclass(repr=False)

@@ -19,7 +19,6 @@ from cigeval.backends.observers import observing
 from cigeval.backends.reachability import ServerWatch
 from cigeval.engines.base import Engine, engine_for
 from cigeval.engines.settings import EngineConfig
-from cigeval.engines.signals import Stop, raise_on_sigterm
 from cigeval.errors import ResultsWriteError
 from cigeval.evaluation import Evaluator, SampleInput
 from cigeval.results.jsonl import ResultsWriter
@@ -39,6 +38,7 @@ from cigeval.runs.progress import counting_calls
 from cigeval.runs.recorder import Recorder
 from cigeval.runs.result import RunCallback, RunResult
 from cigeval.runs.snapshot import SamplesSnapshot
+from cigeval.signals import Stop, raise_on_sigterm
 from cigeval.terminal import echo, safe_text
 
 #: What a run reads samples from: a samples JSONL file, or any iterable of samples.
