@@ -18,9 +18,9 @@ import pytest
 from PIL import Image
 
 import cigeval.images
+from cigeval import Evaluator
 from cigeval.backends.openai_backend import OpenAIBackend
 from cigeval.config import RunConfig
-from cigeval.evaluation import Evaluator
 from cigeval.results import read_records
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
