@@ -58,7 +58,11 @@ def evaluate(
     env = dict(os.environ, PYTHONPATH=str(checkout), HF_HUB_OFFLINE="1")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    # Run from the results' folder: `python -m` puts the working directory first on the path,
+    # and a checkout there would shadow the one PYTHONPATH names.
+    done = subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=out.parent, check=False
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
