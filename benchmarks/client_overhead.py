@@ -1,16 +1,22 @@
 """cigeval against the simplest client a user could write: the same calls, the same images.
 
     python benchmarks/client_overhead.py [--runs 3] [--concurrency 1 16 64 128]
-        [--latency 0.25 1.0] [--size 512] [--all]
+        [--latency 0.25 1.0] [--size 512] [--baselines files jpeg75] [--all]
 
 The other client is ``openai.AsyncOpenAI`` plus an ``asyncio.Semaphore`` of C samples: for
 each sample it sends exactly the requests cigeval sends (captured first from cigeval itself:
-the planning call, then the judge calls at once), with each image read from its file and
-base64-encoded when a message is built (the OpenAI documentation's ``encode_image``), or,
-when cigeval's default sends every image as JPEG at quality 75 as the official CIGEval code
-does, opened with Pillow and encoded that way, per call, as that code does. It appends one
-line per sample to a JSONL file. cigeval runs ``Evaluator.run`` (the ``cigeval evaluate``
-path: resume, one record per sample, the writer), with no response cache.
+the planning call, then the judge calls at once). It comes in two baselines, measured beside
+each other in the same rounds:
+
+* ``minimal`` (``files``): each image read from its file and base64-encoded when a message is
+  built (the OpenAI documentation's ``encode_image``); its bodies match cigeval's under
+  ``--image-encoding original``;
+* ``minimal-jpeg75`` (``jpeg75``): as the official CIGEval client prepares every image for
+  every call: opened with Pillow, EXIF-transposed, converted to RGB, saved as JPEG at
+  quality 75 and base64-encoded, per call; its bodies match cigeval's default ``jpeg75``.
+
+Each appends one line per sample to a JSONL file. cigeval runs ``Evaluator.run`` (the
+``cigeval evaluate`` path: resume, one record per sample, the writer), with no response cache.
 
 Every sample has its own photo-like images (a gradient under noise, which PNG compresses
 about as badly as a photograph), so no cache by content can help either client. The judge is
@@ -22,9 +28,10 @@ clients alternate (the order flips every round). Per run it measures records/s, 
 process's CPU seconds (user + system, all threads) per HTTP request the server received,
 and the peak resident memory above the process's memory before the run, divided by C
 ("memory per sample in flight"). The table gives min / median / max over the rounds and the
-ratio cigeval / minimal of each round's pair. ``--all`` adds the other rows of issue 22's
-target table: a fully cached re-run against the first run (CPU), the tools' timings
-(``benchmarks/tools_speed.py`` when present), the command-line start-up, the report build.
+ratio cigeval / baseline of each round's pair, for each baseline. ``--all`` adds the other
+rows of issue 22's target table: a fully cached re-run against the first run (CPU), the
+tools' timings (``benchmarks/tools_speed.py`` when present), the command-line start-up, the
+report build.
 """
 
 from __future__ import annotations
@@ -50,6 +57,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 MODEL = "bench-model"
+# The minimal client's two baselines, by the --baselines name: the files as they are (or
+# cigeval's encoding), and the official client's decode + JPEG q75 + base64 for every call.
+BASELINES = {"files": "minimal", "jpeg75": "minimal-jpeg75"}
 TASK_ROUNDS = 7
 
 
@@ -216,14 +226,21 @@ def capture_calls(samples_path: Path, encoding: str | None = None) -> dict[str, 
 
 
 def minimal_client(
-    url: str, plan: dict[str, Any], samples_path: Path, count: int, concurrency: int, out: Path
+    url: str,
+    plan: dict[str, Any],
+    samples_path: Path,
+    count: int,
+    concurrency: int,
+    out: Path,
+    reencode: bool = False,
 ) -> None:
-    """What a user would write: AsyncOpenAI, a semaphore, each image encoded per message."""
+    """What a user would write: AsyncOpenAI, a semaphore, each image encoded per message:
+    the file's bytes, or with ``reencode`` decoded and encoded as JPEG q75 (official client)."""
     import openai
 
     lines = [json.loads(line) for line in samples_path.read_text().splitlines()[:count]]
     folder = samples_path.parent
-    jpeg75 = plan["encoding"] == "jpeg75"
+    jpeg75 = reencode
 
     def encode_image(path: Path) -> str:
         if jpeg75:  # as the official CIGEval code prepares each image for each request
@@ -288,15 +305,17 @@ def cigeval_client(
     encoding: str | None = None,
 ) -> None:
     """``Evaluator.run``: what ``cigeval evaluate`` does, into a results file."""
+    from cigeval import Evaluator  # the run (resume, records), not only the judge
     from cigeval.config import RunConfig
-    from cigeval.evaluation import Evaluator
 
+    # The knob's name differs between versions (retry_backoff_s, backoff_base_s).
+    backoff = next(n for n in ("retry_backoff_s", "backoff_base_s") if n in RunConfig.model_fields)
     run_config = RunConfig(
         concurrency=concurrency,
         use_cache=cache_dir is not None,
         cache_dir=cache_dir,
         preflight=False,
-        backoff_base_s=0.05,
+        **{backoff: 0.05},
     )
     evaluator = Evaluator(
         f"openai:{MODEL}@{url}", run_config=run_config, **encoding_settings(encoding)
@@ -314,8 +333,9 @@ def worker(args: argparse.Namespace) -> None:
     cache = folder / "cache" if args.client == "cigeval-cached" else None
 
     def one(path: Path, count: int, out: Path) -> None:
-        if args.client == "minimal":
-            minimal_client(args.url, plan, path, count, args.concurrency, out)
+        if args.client in BASELINES.values():
+            reencode = args.client == BASELINES["jpeg75"]
+            minimal_client(args.url, plan, path, count, args.concurrency, out, reencode)
         else:
             cigeval_client(args.url, path, count, args.concurrency, out, cache, plan["encoding"])
 
@@ -351,7 +371,7 @@ def run_worker(
 ) -> dict[str, float]:
     """One measured run of ``client`` in a fresh process."""
     kind, checkout = client, paths["checkouts"].get(client, ROOT)
-    if client != "minimal":
+    if client not in BASELINES.values():
         kind = "cigeval-cached" if client == "cigeval-cached" else "cigeval"
     command = [
         sys.executable,
@@ -398,7 +418,9 @@ def compare(args: argparse.Namespace, paths: dict[str, Any]) -> dict[str, Any]:
     """The paired runs; prints the table and returns each cigeval's ratios by (latency, C)."""
     from fake_server import ServerProcess
 
-    clients = ["minimal", "cigeval", *(["before"] if args.compare else [])]
+    baselines = [BASELINES[name] for name in args.baselines]
+    judges = ["cigeval", *(["before"] if args.compare else [])]
+    clients = [*baselines, *judges]
     rows: dict[tuple[float, int], dict[str, list[dict[str, float]]]] = defaultdict(
         lambda: defaultdict(list)
     )
@@ -413,13 +435,14 @@ def compare(args: argparse.Namespace, paths: dict[str, Any]) -> dict[str, Any]:
                         rows[(latency, concurrency)][client].append(figures)
                         print(
                             f"  latency {latency:g} s, C={concurrency:>3}, round "
-                            f"{round_number + 1}: {client:8} {_brief(figures)}",
+                            f"{round_number + 1}: {client:14} {_brief(figures)}",
                             flush=True,
                         )
     print()
     print(
         f"{args.size}x{args.size} photo-like PNG images, each sample's its own; cigeval's "
-        f"image encoding: {paths['encoding']}; {args.runs} alternated rounds; "
+        f"image encoding: {paths['encoding']}; baselines: {', '.join(baselines)} (the files "
+        f"as they are; JPEG q75 re-encoded per call); {args.runs} alternated rounds; "
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPU cores"
     )
     if args.compare:
@@ -429,11 +452,12 @@ def compare(args: argparse.Namespace, paths: dict[str, Any]) -> dict[str, Any]:
         "peak memory MiB per sample in flight: min / median / max over the rounds"
     )
     print(
-        f"{'lat s':>5} {'C':>4} {'client':8} {'records/s':>20} {'ideal':>6} "
+        f"{'lat s':>5} {'C':>4} {'client':14} {'records/s':>20} {'ideal':>6} "
         f"{'CPU ms/request':>22} {'MiB/sample in flight':>24}"
     )
+    pairings = [f"{judge} / {baseline}" for judge in judges for baseline in baselines]
     ratios: dict[str, dict[str, dict[tuple[float, int], list[float]]]] = {
-        client: defaultdict(dict) for client in clients[1:]
+        pairing: defaultdict(dict) for pairing in pairings
     }
     for (latency, concurrency), measured in sorted(rows.items()):
         ideal = concurrency / (2 * latency)
@@ -443,30 +467,31 @@ def compare(args: argparse.Namespace, paths: dict[str, Any]) -> dict[str, Any]:
             cpu = [r["run_cpu_s"] / r["run_requests"] * 1000 for r in runs]
             memory = [r["run_peak_mib"] / concurrency for r in runs]
             print(
-                f"{latency:>5g} {concurrency:>4} {client:8} {spread(rates, 1):>20} "
+                f"{latency:>5g} {concurrency:>4} {client:14} {spread(rates, 1):>20} "
                 f"{statistics.median(rates) / ideal:>6.0%} {spread(cpu):>22} "
                 f"{spread(memory):>24}"
             )
-        for client in clients[1:]:
-            pairs = list(zip(measured[client], measured["minimal"], strict=True))
+        for pairing in pairings:
+            client, baseline = pairing.split(" / ")
+            pairs = list(zip(measured[client], measured[baseline], strict=True))
             key = (latency, concurrency)
-            ratios[client]["throughput"][key] = [
+            ratios[pairing]["throughput"][key] = [
                 m["run_wall_s"] / c["run_wall_s"] for c, m in pairs
             ]
-            ratios[client]["cpu"][key] = [
+            ratios[pairing]["cpu"][key] = [
                 (c["run_cpu_s"] / c["run_requests"]) / (m["run_cpu_s"] / m["run_requests"])
                 for c, m in pairs
             ]
-            ratios[client]["memory"][key] = [
+            ratios[pairing]["memory"][key] = [
                 max(c["run_peak_mib"], 0.1) / max(m["run_peak_mib"], 0.1) for c, m in pairs
             ]
-    for client in clients[1:]:
+    for pairing in pairings:
         print()
-        print(f"{client} / minimal, each round's pair: min / median / max")
+        print(f"{pairing}, each round's pair: min / median / max")
         print(
             f"{'lat s':>5} {'C':>4} {'throughput':>20} {'CPU per request':>20} {'peak memory':>20}"
         )
-        found = ratios[client]
+        found = ratios[pairing]
         for key in sorted(found["cpu"]):
             latency, concurrency = key
             print(
@@ -541,11 +566,12 @@ def other_rows(args: argparse.Namespace) -> list[str]:
 
 
 def print_targets(args: argparse.Namespace, ratios: dict[str, Any], cached: list[float]) -> None:
-    """The rows of issue 22's target table measured as ratios in this run."""
-    for client, found in ratios.items():
+    """The rows of issues 22 and 33's target table measured as ratios in this run."""
+    for pairing, found in ratios.items():
+        client, baseline = pairing.split(" / ")
         print()
         print(
-            f"issue 22 target table, {'this checkout' if client == 'cigeval' else client} "
+            f"target table, {'this checkout' if client == 'cigeval' else client} vs {baseline} "
             "(ratios measured in this run; medians of the round pairs)"
         )
         cpu = {k: statistics.median(v) for k, v in found["cpu"].items()}
@@ -554,20 +580,20 @@ def print_targets(args: argparse.Namespace, ratios: dict[str, Any], cached: list
         print("| figure | measured | target |")
         print("|---|---|---|")
         print(
-            f"| client CPU per call, {args.size}², vs the minimal client | "
+            f"| client CPU per call, {args.size}², vs {baseline} | "
             f"{statistics.median(cpu.values()):.2f}× (every C and latency: "
             f"{min(cpu.values()):.2f}–{max(cpu.values()):.2f}×) | ≤ 0.8× |"
         )
         print(
-            f"| throughput vs the minimal client, every C | {min(speed.values()):.2f}–"
+            f"| throughput vs {baseline}, every C | {min(speed.values()):.2f}–"
             f"{max(speed.values()):.2f}× | ≥ 1.0× |"
         )
         if memory:
             print(
-                f"| peak memory per sample in flight vs the minimal client (C ≥ 16) | "
+                f"| peak memory per sample in flight vs {baseline} (C ≥ 16) | "
                 f"{min(memory.values()):.2f}–{max(memory.values()):.2f}× | ≤ 1.0× |"
             )
-        if cached and client == "cigeval":
+        if cached and client == "cigeval" and baseline == BASELINES[args.baselines[0]]:
             print(
                 f"| fully cached re-run, CPU vs first run | {statistics.median(cached):.2f}× "
                 f"({min(cached):.2f}–{max(cached):.2f}×) | ≤ 0.25× |"
@@ -580,6 +606,14 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64, 128])
     parser.add_argument("--latency", type=float, nargs="+", default=[0.25, 1.0])
     parser.add_argument("--size", type=int, default=512, help="side of the images")
+    parser.add_argument(
+        "--baselines",
+        nargs="+",
+        choices=list(BASELINES),
+        default=list(BASELINES),
+        help="the minimal client's baselines: files (each file's bytes as they are) and "
+        "jpeg75 (decode + JPEG q75 + base64 per call, as the official client)",
+    )
     parser.add_argument(
         "--image-encoding",
         choices=["jpeg75", "original"],

@@ -75,9 +75,9 @@ def main() -> None:
     encodes = [0]
     original = cigeval.images.EncodedImage.from_pil.__func__  # type: ignore[attr-defined]
 
-    def counting(cls, image, fmt="PNG"):  # type: ignore[no-untyped-def]
+    def counting(cls, image, fmt="PNG", **options):  # type: ignore[no-untyped-def]
         encodes[0] += 1
-        return original(cls, image, fmt)
+        return original(cls, image, fmt, **options)
 
     cigeval.images.EncodedImage.from_pil = classmethod(counting)  # type: ignore[method-assign]
     image = Image.open(next(folder.glob("*.png"))).convert("RGB")
@@ -89,7 +89,9 @@ def main() -> None:
     from cigeval.sample import load_sample_images
 
     distinct = sum(len({id(i) for i in load_sample_images(s).values()}) for s in items)
-    scripted = Evaluator(ScriptedBackend(rule_judge()), run_config=RunConfig(use_cache=False))
+    scripted = Evaluator(
+        ScriptedBackend(rule_judge()), run_config=RunConfig(use_cache=False, preflight=False)
+    )
     wall, calls, count = timed(scripted, items, args.rounds)
     per_round = encodes[0] // (args.rounds + 1)
     print(
@@ -113,7 +115,9 @@ def main() -> None:
         f"{wall / calls * 1000:.1f} ms per call, {wall / count * 1000:.0f} ms per sample"
     )
     with ServerProcess(0.0) as server:
-        http = Evaluator(f"openai:bench@{server.url}", run_config=RunConfig(use_cache=False))
+        http = Evaluator(
+            f"openai:bench@{server.url}", run_config=RunConfig(use_cache=False, preflight=False)
+        )
         wall, calls, count = timed(http, items, args.rounds)
     print(
         f"with the OpenAI client and HTTP (server at 0 ms, its own process): "

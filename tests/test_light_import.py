@@ -163,3 +163,15 @@ def test_every_lazy_package_lists_and_refuses_names_the_same_way() -> None:
         assert str(refused.value) == f"module {package!r} has no attribute 'no_such_name'"
         for name in module.__all__:
             assert getattr(module, name) is getattr(module, name), f"{package}.{name}"
+
+
+def test_an_openai_judge_loads_its_sdk_only_when_it_calls() -> None:
+    """A run whose every answer is cached never calls the backend, so never needs the SDK."""
+    code = (
+        "from cigeval.backends import resolve_backend\n"
+        "backend = resolve_backend('openai:judge@http://127.0.0.1:9/v1')\n"
+        "backend.payload  # the backend is built and usable without a call"
+    )
+    assert "openai" not in _loaded_after(code)
+    code += "\nbackend._new_client(backend.urls[0])"
+    assert "openai" in _loaded_after(code)

@@ -1,9 +1,11 @@
 """The CIGEval agent as a LangGraph graph.
 
-Outer graph:   START -> plan -> (one ``answer`` branch per sub-question, in parallel) -> END
-``answer`` is a subgraph running the thought/action/observation loop of one sub-question:
-               START -> act (run the chosen tool) -> judge -> END, or back to act when the
+Graph:         START -> plan -> (one ``answer`` branch per sub-question, in parallel) -> END
+``answer`` runs the thought/action/observation loop of one sub-question:
+               act (run the chosen tool) -> judge -> done, or back to act when the
                judge asks for another tool and rounds remain (``EvalConfig.max_rounds``).
+The loop is a plain loop over the ``act`` and ``judge`` steps, not a LangGraph subgraph: a
+subgraph run per sub-question cost more CPU than the steps themselves (benchmarks/README.md).
 Each later round continues the sub-question's conversation (every earlier request, reply and
 observation), and the sub-score lists every tool run in ``tool_steps``.
 A plan entry that cannot be used (after the re-asks), a tool the method does not run in the
@@ -312,20 +314,25 @@ async def judge_node(state: QuestionState, runtime: Runtime[AgentContext]) -> di
     return {"sub_scores": [sub], "round": round_number}
 
 
-def after_judge(state: QuestionState) -> str:
-    """Loop back to ``act`` when the judge asked for another tool, else finish."""
-    return END if state.get("sub_scores") else "act"
+async def answer_question(state: QuestionState, runtime: Runtime[AgentContext]) -> list[SubScore]:
+    """The thought/action/observation loop of one sub-question: ``act`` then ``judge``, again
+    while the judge asks for another tool (at most ``max_rounds`` rounds: the last round's
+    judge may not ask). Each step's update replaces the keys it names, as a graph's would."""
+    current: dict[str, Any] = dict(state)
+    for _ in range(runtime.context.run.config.max_rounds):
+        current.update(await act_node(current, runtime))  # type: ignore[arg-type]
+        update = await judge_node(current, runtime)  # type: ignore[arg-type]
+        if update.get("sub_scores"):
+            return list(update["sub_scores"])
+        current.update(update)
+    raise RuntimeError("the judge asked for a tool in the last round")  # judge_node forbids it
 
 
 async def answer_guarded(state: QuestionState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Run the question subgraph; a failure becomes a SubScore with an error, not a crash."""
+    """Run the question's loop; a failure becomes a SubScore with an error, not a crash."""
     question = runtime.context.spec.sub_questions[state["index"]]
     try:
-        limit = 5 + 3 * runtime.context.run.config.max_rounds
-        output = await _question_graph().ainvoke(
-            state, context=runtime.context, config={"recursion_limit": limit}
-        )
-        return {"sub_scores": output["sub_scores"]}
+        return {"sub_scores": await answer_question(state, runtime)}
     except CigevalError as exc:
         runtime.context.run.trace.add(
             ErrorEvent(stage="sub_question", message=str(exc), question_id=question.id)
@@ -341,17 +348,6 @@ async def answer_guarded(state: QuestionState, runtime: Runtime[AgentContext]) -
                 )
             ]
         }
-
-
-@lru_cache(maxsize=1)
-def _question_graph() -> Any:
-    graph = StateGraph(QuestionState, context_schema=AgentContext)
-    graph.add_node("act", act_node)
-    graph.add_node("judge", judge_node)
-    graph.add_edge(START, "act")
-    graph.add_edge("act", "judge")
-    graph.add_conditional_edges("judge", after_judge, ["act", END])
-    return graph.compile()
 
 
 @lru_cache(maxsize=1)

@@ -3,6 +3,9 @@
 Retries are ours, not the client's: the loop of :mod:`cigeval.backends._retrying`, by the
 backend's :class:`~cigeval.backends.policy.CallPolicy`. Redirects are never followed. The API
 key never appears in an error message, a repr or a log line.
+
+The SDK (``openai``, and ``httpx`` under it) is imported when the first call, preflight or
+SDK client needs it, not with this module: a run whose every answer is cached never loads it.
 """
 
 from __future__ import annotations
@@ -20,10 +23,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-import openai
 import orjson
-from openai.types.chat import ChatCompletion
 
 from cigeval._caller import in_callers_words
 from cigeval.backends._retrying import (
@@ -51,6 +51,9 @@ from cigeval.messages import (
 )
 
 if TYPE_CHECKING:
+    import httpx
+    import openai
+
     from cigeval.images import EncodedImage
 
 logger = logging.getLogger("cigeval.backends.openai")
@@ -166,6 +169,8 @@ class OpenAIBackend(RetryingBackend):
 
     def _new_client(self, url: str | None) -> openai.AsyncOpenAI:
         """An SDK client for one server (it never retries: :meth:`complete` does)."""
+        import openai
+
         return openai.AsyncOpenAI(
             api_key=self._key.value,
             base_url=url,
@@ -178,6 +183,8 @@ class OpenAIBackend(RetryingBackend):
         """The SDK's HTTP client (with the SDK's defaults) for one server, using the TLS
         context this process shares (:func:`_tls_context`). It follows no redirect: a judge
         call carries the key, the prompt and the images, for the server named only."""
+        import openai
+
         return openai.DefaultAsyncHttpxClient(
             timeout=self.policy.timeout_s, verify=_tls_context(url), follow_redirects=False
         )
@@ -265,6 +272,8 @@ class OpenAIBackend(RetryingBackend):
     def _classify(self, exc: BaseException) -> CallFailure | None:
         # Anything the reply's reading raises is an unreadable reply here (retried), where
         # the SDK-only backends let a ValueError of their own through.
+        import openai
+
         failure = sdk_failure(exc, openai)
         if failure is None and isinstance(exc, _MalformedReply | ValueError):
             return CallFailure(f"unreadable reply: {str(exc)[:300]}")
@@ -277,6 +286,8 @@ class OpenAIBackend(RetryingBackend):
         server lists models, the model name must be one of them. A server without that route
         gets a one-token chat request instead. Raises :class:`PreflightError` naming the fix.
         """
+        import httpx
+
         timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
         headers = {"Authorization": f"Bearer {self._key.value}"}
         async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
@@ -284,6 +295,8 @@ class OpenAIBackend(RetryingBackend):
                 await self._preflight_one(client, url or OPENAI_URL)
 
     async def _preflight_one(self, client: httpx.AsyncClient, url: str) -> None:
+        import httpx
+
         where = public_url(url)
         try:
             listed = await client.get(url.rstrip("/") + "/models")
@@ -358,6 +371,8 @@ async def _post_chat(
     """POST a chat-completions body with the SDK client (its errors, its types): a dict, or
     the chunks of an encoded body (:meth:`OpenAIBackend.request_chunks`), sent one after
     another under their total Content-Length."""
+    from openai.types.chat import ChatCompletion
+
     options: Any = {"timeout": timeout, "security": {"bearer_auth": True}}
     if isinstance(body, dict):
         return await client.post(
@@ -381,6 +396,8 @@ async def _each(chunks: list[bytes]) -> AsyncIterator[bytes]:
 @functools.lru_cache(maxsize=1)
 def _sdk_takes_content() -> bool:
     """Whether the SDK's ``post`` takes a body already encoded as ``content``."""
+    import openai
+
     return "content" in inspect.signature(openai.AsyncOpenAI.post).parameters
 
 
@@ -399,6 +416,8 @@ def _shared_tls(plain_http: bool) -> ssl.SSLContext | bool:
     """
     if plain_http:
         return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    import openai
+
     # The HTTP library of the SDK's clients: httpx, or httpx2 in recent SDKs.
     library = sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]]
     make = getattr(library, "create_ssl_context", None)
@@ -470,6 +489,8 @@ def _response_detail(response: httpx.Response) -> str:
 
 
 def _read_completion(completion: object, default_model: str) -> tuple[str, str, Usage, str | None]:
+    from openai.types.chat import ChatCompletion
+
     if not isinstance(completion, ChatCompletion):
         raise _MalformedReply(f"expected a chat completion, got {type(completion).__name__}")
     if not completion.choices:
