@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from cigeval.backends.wrapper import WrappingBackend
 from cigeval.errors import BackendError, ConfigError
 from cigeval.messages import ModelRequest, ModelResponse, TokenLogprob
 
@@ -71,11 +72,12 @@ def rewrite_scores(text: str, tokens: Sequence[TokenLogprob]) -> str:
     return text
 
 
-class ExpectedScoreBackend:
+class ExpectedScoreBackend(WrappingBackend[Any]):
     """An OpenAI-compatible judge whose scores are expected values over its log-probabilities.
 
     Wraps an :class:`~cigeval.backends.openai_backend.OpenAIBackend` (asked for
-    ``top_logprobs``); everything else (identity, preflight, closing) is the inner backend's.
+    ``top_logprobs``); identity, endpoint and preflight are the inner backend's (as for every
+    :class:`~cigeval.backends.wrapper.WrappingBackend`), and so is any other attribute.
     """
 
     def __init__(self, inner: Any, top_logprobs: int = TOP_LOGPROBS) -> None:
@@ -87,13 +89,7 @@ class ExpectedScoreBackend:
                 f"returns token log-probabilities), not {type(inner).__name__}"
             )
         inner.top_logprobs = top_logprobs
-        #: The wrapped backend (Evaluator.aclose closes it).
-        self.inner = inner
-
-    @property
-    def identity(self) -> str:
-        """The inner backend's identity (the judge is the same model)."""
-        return str(self.inner.identity)
+        super().__init__(inner)  # Evaluator.aclose closes the inner backend
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

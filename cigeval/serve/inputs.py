@@ -45,7 +45,8 @@ def image_bytes(data: bytes, settings: ServeSettings, what: str) -> bytes:
     return data
 
 
-def _decode_b64(text: str, settings: ServeSettings, what: str) -> bytes:
+def decode_b64_image(text: str, settings: ServeSettings, what: str) -> bytes:
+    """Base64 image bytes, checked (an ItemProblem when not an image or too large)."""
     try:
         data = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
@@ -82,7 +83,7 @@ def prepare(item: ScoreItem, index: int, settings: ServeSettings) -> PreparedIte
     """The sample of ``item`` (the ``index``-th of its batch), or why it has none."""
     item_id = item.id if item.id is not None else str(index)
     try:
-        images = _role_images(item.images, settings, _decode_b64, "image")
+        images = _role_images(item.images, settings, decode_b64_image, "image")
         both = set(images) & set(item.image_paths)
         if both:
             raise ItemProblem(f"role(s) {sorted(both)} given both as base64 and as a path")
@@ -127,11 +128,6 @@ def sample_of(
     else:
         sample = {"id": item_id, "task": settings.edit_task, "instruction": prompt}
     return PreparedItem(index, item_id, group, {**sample, "images": images})
-
-
-def decode_b64_image(text: str, settings: ServeSettings, what: str) -> bytes:
-    """Base64 image bytes, checked (an ItemProblem when not an image or too large)."""
-    return _decode_b64(text, settings, what)
 
 
 __all__ = ["ItemProblem", "PreparedItem", "decode_b64_image", "image_bytes", "prepare", "sample_of"]
