@@ -51,14 +51,14 @@ class RunOptions(BaseModel):
         True,
         description="keep the records of samples already judged without checking whether "
         "their image files changed since (by default a changed image is judged again)",
-        json_schema_extra={"flag": "--no-recheck-images", "negate": True},
+        json_schema_extra=flag("--no-recheck-images", negate=True),
     )
     max_text_chars: int = Field(
         20_000,
         ge=1,
         description="a sample with a text field (prompt, instruction...) longer than this "
         "is refused as that sample's error rather than sent to the judge",
-        json_schema_extra={"flag": "--max-text-chars", "metavar": "N"},
+        json_schema_extra=flag("--max-text-chars", metavar="N"),
     )
     on_degraded: Literal["warn", "error"] = Field(
         "warn",

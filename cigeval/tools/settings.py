@@ -113,7 +113,7 @@ class GroundingConfig(BaseModel):
         description="how the query reaches the detector: as_given (lower-cased, ending with "
         "a period, as the official code passes it) or phrases (split on commas, semicolons "
         "and periods into phrases, each ending with a period)",
-        json_schema_extra={"flag": "--grounding-query-form", "by_method": True},
+        json_schema_extra=flag("--grounding-query-form", by_method=True),
     )
     device: str | None = Field(
         None,
