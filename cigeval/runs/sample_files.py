@@ -13,23 +13,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cigeval._digest import file_sha256
 from cigeval.errors import CigevalError
 from cigeval.sample import Sample, SampleLine, sample_from_dict
 
-_CHUNK = 1 << 20
 #: What an image file that cannot be read hashes to (it differs from any sha256).
 UNREADABLE = "unreadable"
 
 
 def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
+        return file_sha256(path)
     except (OSError, ValueError):  # missing, a folder, a NUL in the name
         return UNREADABLE
-    return digest.hexdigest()
 
 
 def _images(sample: Sample) -> Iterator[tuple[str, Any]]:

@@ -11,18 +11,16 @@ in flight, all read from the first version, finish and are written, then the run
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cigeval._digest import file_sha256
 from cigeval.errors import InputError
 from cigeval.sample import SampleLine, iter_samples_file
 from cigeval.terminal import safe_text
-
-_CHUNK = 1 << 20
 
 
 class SamplesChanged(InputError):
@@ -41,14 +39,10 @@ class SamplesSnapshot:
     def __init__(self, path: Path) -> None:
         self.path = path
         before = os.stat(path)
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
+        self.sha256 = file_sha256(path)
         self._identity = _identity(before)
         self.size = before.st_size
         self.mtime = before.st_mtime
-        self.sha256 = digest.hexdigest()
         #: Why reading stopped early (the file changed), or None.
         self.changed: str | None = None
         if self._differs():

@@ -16,7 +16,6 @@ torch, transformers, trl, peft and datasets are imported here, inside functions 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -27,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cigeval._digest import file_sha256
 from cigeval.errors import ConfigError, InputError, MissingDependency
 from cigeval.training.config import FinetuneConfig
 from cigeval.training.data import TrainingRow, load_training_data
@@ -89,14 +89,6 @@ def base_model_path(spec: str) -> str:
     if name.startswith((".", "/", "~")):
         raise ConfigError(f"the base model folder {name!r} does not exist")
     return name
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _imports() -> dict[str, Any]:
@@ -257,7 +249,7 @@ def finetune(
         "base": base,
         "base_path": base_path,
         "data": str(data.resolve()),
-        "data_sha256": _file_sha256(data),
+        "data_sha256": file_sha256(data),
         "conversations": len(rows),
         "settings": config.run_settings(),
         "config": config.model_dump(mode="json"),
