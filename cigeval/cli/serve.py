@@ -9,7 +9,7 @@ import sys
 from cigeval.cli._common import UsageError
 from cigeval.cli._flags import add_config_flags, build_config
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
-from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+from cigeval.config import EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError
 from cigeval.serve.settings import ServeSettings
 
@@ -82,18 +82,18 @@ def run_serve(args: argparse.Namespace) -> int:
     settings = build_settings(args, run_config)
     if run_config.batch:
         raise UsageError("--batch does not apply to a service (answers are needed at once)")
+    spec = JudgeSpec.of(
+        args.model, config=config, run_config=run_config, ensemble=ensemble, base_url=args.base_url
+    )
     if args.replicas:
-        from cigeval.serve.ray_app import JudgeSpec, run_ray_serve
+        from cigeval.serve.ray_app import run_ray_serve
 
-        spec = JudgeSpec(args.model, config, run_config, ensemble, args.base_url)
         return run_ray_serve(spec, settings, args.replicas, args.ray_address)
     from cigeval.serve.judge import build_evaluator
 
     # The app runs the preflight itself at startup (so a later outage is not remembered).
     try:
-        evaluator = build_evaluator(
-            args.model, config, run_config, ensemble, args.base_url, score_mode=settings.score_mode
-        )
+        evaluator = build_evaluator(spec, score_mode=settings.score_mode)
     except CigevalError as exc:
         raise UsageError(str(exc)) from None
     app = create_app(evaluator, settings, preflight=run_config.preflight)

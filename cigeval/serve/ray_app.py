@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cigeval.serve.settings import ServeSettings
@@ -13,40 +12,18 @@ from cigeval.serve.settings import ServeSettings
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
-    from cigeval.evaluation import Evaluator
-
-
-@dataclass(frozen=True)
-class JudgeSpec:
-    """What a replica needs to build its judge: model specs and settings (all picklable)."""
-
-    models: list[Any]
-    config: EvalConfig
-    run_config: RunConfig
-    ensemble: EnsembleConfig
-    base_url: str | None = None
-
-    def build(self, score_mode: str = "integer") -> Evaluator:
-        """The Evaluator (its preflight left to the app's startup)."""
-        from cigeval.serve.judge import build_evaluator
-
-        return build_evaluator(
-            self.models,
-            self.config,
-            self.run_config,
-            self.ensemble,
-            self.base_url,
-            score_mode=score_mode,
-        )
+    from cigeval.config import JudgeSpec
 
 
 def build_app(spec: JudgeSpec, settings: ServeSettings) -> FastAPI:
     """The app of one replica (run on the replica)."""
     from cigeval.serve.app import create_app
+    from cigeval.serve.judge import build_evaluator
 
     return create_app(
-        lambda: spec.build(settings.score_mode), settings, preflight=spec.run_config.preflight
+        lambda: build_evaluator(spec, score_mode=settings.score_mode),
+        settings,
+        preflight=spec.run_config.preflight,
     )
 
 

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import cigeval
+from cigeval.config import JudgeSpec
 from cigeval.errors import ConfigError
 from cigeval.messages import TokenLogprob
 from cigeval.serve.app import create_app
@@ -70,13 +71,12 @@ def _groups() -> list[dict[str, Any]]:
 
 
 def _serve(base_url: str, mode: str) -> dict[str, Any]:
-    evaluator = build_evaluator(
-        [f"openai:fake-model@{base_url}"],
-        cigeval.EvalConfig(tools=()),
-        cigeval.RunConfig(use_cache=False, max_retries=0),
-        cigeval.EnsembleConfig(),
-        score_mode=mode,
+    spec = JudgeSpec.of(
+        f"openai:fake-model@{base_url}",
+        config=cigeval.EvalConfig(tools=()),
+        run_config=cigeval.RunConfig(use_cache=False, max_retries=0),
     )
+    evaluator = build_evaluator(spec, score_mode=mode)
     app = create_app(evaluator, ServeSettings(score_mode=mode))  # type: ignore[arg-type]
     with TestClient(app) as client:
         answer = client.post("/v1/score", json={"items": _groups()})

@@ -12,7 +12,8 @@ import requests
 pytest.importorskip("ray.serve", reason="the ray-serve extra (ray[serve]) is not installed")
 
 import cigeval
-from cigeval.serve.ray_app import JudgeSpec, start
+from cigeval.config import JudgeSpec
+from cigeval.serve.ray_app import start
 from cigeval.serve.settings import ServeSettings
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
@@ -44,11 +45,10 @@ def test_two_replicas_on_ray_serve(local_ray: None) -> None:
     from ray import serve
 
     with FakeOpenAIServer(rule_judge(default_score=6), latency_s=0.3) as server:
-        spec = JudgeSpec(
-            [f"openai:fake-model@{server.base_url}"],
-            cigeval.EvalConfig(tools=()),
-            cigeval.RunConfig(use_cache=False, concurrency=8, max_retries=0),
-            cigeval.EnsembleConfig(),
+        spec = JudgeSpec.of(
+            f"openai:fake-model@{server.base_url}",
+            config=cigeval.EvalConfig(tools=()),
+            run_config=cigeval.RunConfig(use_cache=False, concurrency=8, max_retries=0),
         )
         settings = ServeSettings(port=_free_port(), api_key="k", concurrency=8)
         url = start(spec, settings, replicas=2)
