@@ -200,8 +200,9 @@ def _hostile_replies(n: int) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("name", list(_hostile_replies(10)))
-def test_hostile_replies_are_a_parse_error_read_a_few_times_at_most(name, monkeypatch):
+@pytest.fixture
+def decoded_lengths(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many characters each call of the JSON decoder was handed, as the test runs."""
     import json
 
     read: list[int] = []
@@ -212,6 +213,12 @@ def test_hostile_replies_are_a_parse_error_read_a_few_times_at_most(name, monkey
         return original(self, s, idx)
 
     monkeypatch.setattr(json.JSONDecoder, "raw_decode", counting)
+    return read
+
+
+@pytest.mark.parametrize("name", list(_hostile_replies(10)))
+def test_hostile_replies_are_a_parse_error_read_a_few_times_at_most(name, decoded_lengths):
+    read = decoded_lengths
     text = _hostile_replies(200_000)[name]
     with pytest.raises(ParseError):
         extract_json(text, dict)
@@ -261,17 +268,8 @@ def test_a_rubric_reply_with_a_repeated_key_is_ambiguous() -> None:
         parse_factor_reply(reply, spec)
 
 
-def test_the_ambiguity_check_stays_linear(monkeypatch):
-    import json
-
-    read: list[int] = []
-    original = json.JSONDecoder.raw_decode
-
-    def counting(self, s, idx=0):
-        read.append(len(s) - idx)
-        return original(self, s, idx)
-
-    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counting)
+def test_the_ambiguity_check_stays_linear(decoded_lengths):
+    read = decoded_lengths
     text = "[1] " * 50_000 + '{"score": 3, "reasoning": "after many lists"}'
     assert parse_judgement(text)[0] == 3
     # each list is decoded from a small window, once by the search and once by the check
