@@ -103,10 +103,11 @@ class Sample(BaseModel):
             raise ValueError(
                 f"id must be a string (in quotes), got {_json_kind(value)} {_shown(value)}"
             )
-        if value.startswith(ERROR_ID_PREFIX):
+        reserved = next((p for p in RESERVED_ID_PREFIXES if value.startswith(p)), None)
+        if reserved is not None:
             raise ValueError(
-                f"id {_shown(value)} starts with {ERROR_ID_PREFIX!r}, which is kept for the "
-                "records of lines that hold no sample; choose another id"
+                f"id {_shown(value)} starts with {reserved!r}, which is kept for the "
+                "records of lines and dataset rows that hold no sample; choose another id"
             )
         return safe_text(value)
 
@@ -168,11 +169,16 @@ class Sample(BaseModel):
 #: The ids of records about lines that hold no sample (``@line:7``) start with this, which
 #: no sample id may: an error record can never take a valid sample's id.
 ERROR_ID_PREFIX = "@line:"
+#: The same for the rows of a dataset (``@row:7``, counted from 0 as the dataset does).
+ROW_ERROR_ID_PREFIX = "@row:"
+#: The prefixes no sample id may start with.
+RESERVED_ID_PREFIXES = (ERROR_ID_PREFIX, ROW_ERROR_ID_PREFIX)
 
 
-def line_error_id(line_number: int) -> str:
-    """The id of the error record of samples line ``line_number`` when it names no usable id."""
-    return f"{ERROR_ID_PREFIX}{line_number}"
+def line_error_id(line_number: int, prefix: str = ERROR_ID_PREFIX) -> str:
+    """The id of the error record of samples line ``line_number`` (or of a dataset row, with
+    ``prefix`` :data:`ROW_ERROR_ID_PREFIX`) when it names no usable id."""
+    return f"{prefix}{line_number}"
 
 
 def _json_kind(value: Any) -> str:
@@ -268,19 +274,22 @@ class SampleLine(BaseModel):
 
     line_number: int
     sample: Sample | None = None
+    #: What ``line_number`` counts: samples-file lines (``@line:N``) or dataset rows (``@row:N``).
+    error_id_prefix: str = ERROR_ID_PREFIX
     raw: dict[str, Any] | None = None
     error: str | None = None
 
     @property
     def sample_id(self) -> str:
         """Best-known identifier: the sample id, the raw id when it is a string a sample may
-        take, or ``@line:N`` (:func:`line_error_id`, a namespace no sample id can enter)."""
+        take, or ``@line:N`` / ``@row:N`` (:func:`line_error_id`, a namespace no sample id
+        can enter)."""
         if self.sample is not None:
             return self.sample.id
         raw_id = self.raw.get("id") if self.raw is not None else None
-        if isinstance(raw_id, str) and not raw_id.startswith(ERROR_ID_PREFIX):
+        if isinstance(raw_id, str) and not raw_id.startswith(RESERVED_ID_PREFIXES):
             return safe_text(raw_id)
-        return line_error_id(self.line_number)
+        return line_error_id(self.line_number, self.error_id_prefix)
 
 
 def sample_identity(item: Any) -> tuple[str, str]:

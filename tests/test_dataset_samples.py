@@ -20,6 +20,7 @@ import datasets
 import cigeval
 from cigeval.cli import main
 from cigeval.results.jsonl import read_records
+from cigeval.sample import sample_from_dict
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
@@ -265,7 +266,11 @@ def test_splits_are_named_and_empty_ids_become_error_records(tmp_path: Path) -> 
     _, rows = image_column_rows(tmp_path / "images")
     t2i = next(r for r in rows if r["task"] == "text_guided_ig")
     both = datasets.DatasetDict(
-        {"train": build_dataset([t2i]), "test": build_dataset([t2i, {**t2i, "id": None}])}
+        {
+            "train": build_dataset([t2i]),
+            # a real sample named like the old error ids, beside a row with no id
+            "test": build_dataset([t2i, {**t2i, "id": None}, {**t2i, "id": "row:1"}]),
+        }
     )
     both.save_to_disk(str(tmp_path / "splits"))
     out = tmp_path / "out.jsonl"
@@ -275,8 +280,15 @@ def test_splits_are_named_and_empty_ids_become_error_records(tmp_path: Path) -> 
         assert evaluate(server, out, *source, "--split", "test") == 1
     records = by_id(out)
     assert records["t2i"]["status"] == "ok"
-    assert records["row:1"]["status"] == "error"
-    assert "the id column 'id' is empty" in records["row:1"]["error"]
+    assert records["row:1"]["status"] == "ok"
+    assert records["@row:1"]["status"] == "error"
+    assert "the id column 'id' is empty" in records["@row:1"]["error"]
+
+
+def test_no_sample_id_may_take_an_error_records_namespace() -> None:
+    for reserved in ("@row:3", "@line:3"):
+        with pytest.raises(cigeval.InputError, match=f"starts with '{reserved[:-1]}'"):
+            sample_from_dict({"id": reserved, "task": "text_guided_ig", "prompt": "x"})
 
 
 def test_mapping_from_a_file(saved: tuple[Path, Path], tmp_path: Path) -> None:

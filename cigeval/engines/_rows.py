@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.results.jsonl import _unwritable_record
-from cigeval.sample import Sample, SampleLine, sample_from_dict, sample_identity, sample_line
+from cigeval.sample import (
+    ERROR_ID_PREFIX,
+    Sample,
+    SampleLine,
+    sample_from_dict,
+    sample_identity,
+    sample_line,
+)
 from cigeval.score import Score
 
 #: The column holding one samples-file line as JSON (what ``cigeval evaluate`` sends).
@@ -39,6 +46,7 @@ def encode_line(line: SampleLine, *, refresh: bool = False) -> dict[str, str]:
         "error": line.error,
         "base_dir": str(base_dir) if base_dir is not None else None,
         "refresh": refresh,
+        "error_id_prefix": line.error_id_prefix,
     }
     return {LINE_COLUMN: json.dumps(payload)}
 
@@ -107,7 +115,10 @@ def _decode_line(payload: dict[str, Any]) -> SampleLine:
     if payload.get("error") is not None or not isinstance(raw, dict):
         error = payload.get("error") or f"line {number}: expected a JSON object"
         return SampleLine(
-            line_number=number, raw=raw if isinstance(raw, dict) else None, error=error
+            line_number=number,
+            raw=raw if isinstance(raw, dict) else None,
+            error=error,
+            error_id_prefix=payload.get("error_id_prefix") or ERROR_ID_PREFIX,
         )
     base_dir = Path(payload["base_dir"]) if payload.get("base_dir") else None
     # The driver validated this line already; a worker validates it again with the same

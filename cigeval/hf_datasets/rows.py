@@ -18,7 +18,7 @@ from PIL import Image
 from cigeval.errors import ConfigError
 from cigeval.hf_datasets.columns import LIST_ROLES, ColumnMap
 from cigeval.hf_datasets.loading import is_dataset
-from cigeval.sample import SampleLine
+from cigeval.sample import ROW_ERROR_ID_PREFIX, SampleLine
 
 #: Rows read from the arrow table at once (a map-style dataset).
 BATCH_ROWS = 64
@@ -32,7 +32,7 @@ class DatasetSamples:
     dict). ``task``: the task of every row when no column holds it. ``image_root``: the
     folder relative image paths are relative to (default: the working directory). The id of
     a row is its id column, else its index (``"0"``, ``"1"``, ...). A row whose id column is
-    empty becomes an error record (``row:<index>``), never a silent skip. The samples of a
+    empty becomes an error record (``@row:<index>``), never a silent skip. The samples of a
     map-style dataset also have a ``len()`` (:class:`SizedDatasetSamples`).
     """
 
@@ -82,9 +82,11 @@ class DatasetSamples:
         if mapping.id is not None:
             sample_id = row.get(mapping.id)
             if sample_id is None or sample_id == "":
-                raw = {"id": f"row:{index}", "task": self._task_of(row)}
+                raw = {"task": self._task_of(row)}
                 error = f"row {index}: the id column {mapping.id!r} is empty"
-                return SampleLine(line_number=index, raw=raw, error=error)
+                return SampleLine(
+                    line_number=index, raw=raw, error=error, error_id_prefix=ROW_ERROR_ID_PREFIX
+                )
         sample: dict[str, Any] = {"id": str(sample_id), "task": self._task_of(row)}
         for name, column in mapping.fields.items():
             if row.get(column) is not None:
