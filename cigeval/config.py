@@ -309,10 +309,11 @@ class EvalConfig(BaseModel):
         return record
 
 
-def calls_in_flight(run_config: RunConfig) -> int:
+def calls_in_flight(run_config: RunConfig, concurrency: int | None = None) -> int:
     """The limit of model calls in flight of a run: ``max_calls_in_flight``, or
-    :data:`CALLS_PER_SAMPLE` per sample in flight."""
-    return run_config.max_calls_in_flight or CALLS_PER_SAMPLE * run_config.concurrency
+    :data:`CALLS_PER_SAMPLE` per sample in flight (``concurrency``, by default the run's)."""
+    samples = concurrency or run_config.concurrency
+    return run_config.max_calls_in_flight or CALLS_PER_SAMPLE * samples
 
 
 #: Model calls one sample makes at once in the built-in tasks, at most: the three judge calls

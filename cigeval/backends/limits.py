@@ -7,6 +7,7 @@ calls, as in Jupyter or a sync ``evaluate()``) and across threads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import weakref
@@ -139,6 +140,19 @@ class InFlightLimit:
                 semaphore = self._semaphores[loop] = asyncio.Semaphore(self.limit)
             return semaphore
 
+    def widen(self, limit: int) -> None:
+        """Let up to ``limit`` calls be in flight from now on, where fewer were allowed (a
+        limit never narrows; no limit stays none), in every event loop already using it."""
+        with self._lock:
+            if self.limit is None or limit <= self.limit:
+                return
+            extra, self.limit = limit - self.limit, limit
+            semaphores = list(self._semaphores.items())
+        for loop, semaphore in semaphores:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                for _ in range(extra):
+                    loop.call_soon_threadsafe(semaphore.release)
+
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the slots for the duration of the ``async with`` block."""
@@ -151,6 +165,16 @@ class InFlightLimit:
 
     def __repr__(self) -> str:
         return f"InFlightLimit({self.limit})"
+
+
+def widen_call_limit(backend: object, limit: int) -> None:
+    """Let ``backend``, and the backends it wraps (``inner``), keep up to ``limit`` calls in
+    flight where their :class:`InFlightLimit` (``call_limit``) allows fewer."""
+    while backend is not None:
+        call_limit = getattr(backend, "call_limit", None)
+        if isinstance(call_limit, InFlightLimit):
+            call_limit.widen(limit)
+        backend = getattr(backend, "inner", None)
 
 
 def estimate_tokens(

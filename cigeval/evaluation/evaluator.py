@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
 from cigeval.backends.cache import bypass_cached_answers
-from cigeval.config import SAMPLING_SETTINGS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
+from cigeval.backends.limits import widen_call_limit
+from cigeval.config import (
+    SAMPLING_SETTINGS,
+    EnsembleConfig,
+    EvalConfig,
+    JudgeSpec,
+    RunConfig,
+    calls_in_flight,
+)
 from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
 from cigeval.evaluation._sync import run_sync
 from cigeval.evaluation.assemble import (
@@ -490,8 +498,8 @@ class Evaluator:
         """Judge many samples concurrently, at most ``concurrency`` at once (default:
         ``run_config.concurrency``); results in input order.
 
-        The model calls in flight stay within the limit the judges were built with
-        (``run_config``'s); :func:`cigeval.evaluate_many` sizes both from its ``concurrency``.
+        The judges keep as many model calls in flight as ``concurrency`` samples need
+        (3 per sample), unless ``run_config.max_calls_in_flight`` sets the limit.
         """
         materialised = list(items)
         results: list[Score | None] = [None] * len(materialised)
@@ -505,9 +513,16 @@ class Evaluator:
         return [r for r in results if r is not None]
 
     def _sample_limit(self, concurrency: int | None) -> int:
-        """Samples in flight at once: ``batch_samples`` under batch, else ``concurrency``."""
+        """Samples in flight at once: ``batch_samples`` under batch, else ``concurrency`` (by
+        default the run's), the judges then keeping as many calls in flight as that many
+        samples need (:func:`~cigeval.config.calls_in_flight`)."""
         if self.batch is not None:
             return self.run_config.batch_samples
+        if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
+            raise ConfigError(f"invalid concurrency {concurrency!r}: give a whole number >= 1")
+        calls = calls_in_flight(self.run_config, concurrency)
+        for backend in (*self.backends, self.scene_graph_backend):
+            widen_call_limit(backend, calls)
         return concurrency or self.run_config.concurrency
 
     def evaluate_many(
