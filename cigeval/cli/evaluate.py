@@ -18,7 +18,6 @@ from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, PreflightError
 from cigeval.redact import redact_credentials
-from cigeval.runs.options import RunOptions
 from cigeval.terminal import echo, safe_text
 
 if TYPE_CHECKING:
@@ -86,7 +85,6 @@ def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
     add_config_flags(p.add_argument_group("engine (docs/ray.md)"), EngineConfig)
     r = p.add_argument_group("running")
     add_config_flags(r, RunConfig)
-    add_config_flags(r, RunOptions)
     r.add_argument("--price-table", type=Path, help="JSON: model -> USD per 1M prompt/completion")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     add_track_flags(p)
@@ -143,7 +141,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
     samples = samples_source(args)
     config, run_config, ensemble = build_configs(args)
     engine = build_config(args, EngineConfig)
-    options = build_config(args, RunOptions)
     if engine.engine == "ray" and run_config.batch:
         raise UsageError(
             "--batch and --engine ray cannot be combined: a provider batch gathers the calls "
@@ -158,7 +155,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             evaluator,
             samples,
             args.out,
-            options=options,
+            options=run_config,
             engine=engine,
             prices=prices,
             callbacks=trackers,

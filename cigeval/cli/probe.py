@@ -19,7 +19,7 @@ from cigeval.cli._common import (
 from cigeval.cli._flags import add_config_flags, build_config
 from cigeval.cli._track import add_track_flags, log_probe, trackers_from_args
 from cigeval.cli.evaluate import default_image_dir
-from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, RunConfig
 from cigeval.errors import CigevalError
 from cigeval.terminal import safe_text
 
@@ -95,7 +95,7 @@ def configure_probe_parser(p: argparse.ArgumentParser) -> None:
     add_config_flags(p.add_argument_group("probe thresholds (0-1 score scale)"), ProbeSettings)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
-    add_config_flags(p.add_argument_group("running"), RunConfig)
+    add_config_flags(p.add_argument_group("running"), RunConfig, skip=RUN_FILE_FIELDS)
 
 
 def _load(path: Path) -> Any:

@@ -9,7 +9,7 @@ import sys
 from cigeval.cli._common import UsageError
 from cigeval.cli._flags import add_config_flags, build_config
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
-from cigeval.config import EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
+from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError
 from cigeval.serve.settings import ServeSettings
 
@@ -37,7 +37,11 @@ def configure_serve_parser(p: argparse.ArgumentParser) -> None:
     add_tasks_file_flag(p)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
-    add_config_flags(p.add_argument_group("running"), RunConfig, skip=("image_dir", "batch_state"))
+    add_config_flags(
+        p.add_argument_group("running"),
+        RunConfig,
+        skip=("image_dir", "batch_state", *RUN_FILE_FIELDS),
+    )
     s = p.add_argument_group("service")
     add_config_flags(s, ServeSettings)
     s.add_argument(
