@@ -30,7 +30,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 def configure_probe_parser(p: argparse.ArgumentParser) -> None:
     """The arguments of ``probe``."""
-    from cigeval.probes import ProbeSettings, kind_names, probe_tasks
+    from cigeval.probes import ProbeConfig, kind_names, probe_tasks
 
     p.description = (
         "Draw a probe set of synthetic images with known content for every task, "
@@ -92,7 +92,7 @@ def configure_probe_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_track_flags(p)
-    add_config_flags(p.add_argument_group("probe thresholds (0-1 score scale)"), ProbeSettings)
+    add_config_flags(p.add_argument_group("probe thresholds (0-1 score scale)"), ProbeConfig)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
     add_config_flags(p.add_argument_group("running"), RunConfig, skip=RUN_FILE_FIELDS)
@@ -126,7 +126,7 @@ def _compare_only(args: argparse.Namespace) -> int:
 
 def run_probe(args: argparse.Namespace) -> int:
     """The ``probe`` command."""
-    from cigeval.probes import ProbeSettings
+    from cigeval.probes import ProbeConfig
 
     compare = args.compare or []
     if len(compare) > 2:
@@ -142,7 +142,7 @@ def run_probe(args: argparse.Namespace) -> int:
     if args.out is None:
         raise UsageError("--out is required: where to write the probe report")
     old = _load(compare[0]) if compare else None
-    settings = build_config(args, ProbeSettings)
+    settings = build_config(args, ProbeConfig)
     trackers = trackers_from_args(args)
     report, answers, written = _run(args, settings, bypass_cache=old is not None)
     drift = None

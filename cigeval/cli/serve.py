@@ -11,7 +11,7 @@ from cigeval.cli._flags import add_config_flags, build_config
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 
 #: Where the API key is read from when ``--api-key`` is not given (keeps it out of ``ps``).
 API_KEY_ENV = "CIGEVAL_SERVE_API_KEY"
@@ -43,7 +43,7 @@ def configure_serve_parser(p: argparse.ArgumentParser) -> None:
         skip=("image_dir", "batch_state", *RUN_FILE_FIELDS),
     )
     s = p.add_argument_group("service")
-    add_config_flags(s, ServeSettings)
+    add_config_flags(s, ServeConfig)
     s.add_argument(
         "--replicas",
         type=int,
@@ -56,10 +56,10 @@ def configure_serve_parser(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_settings(args: argparse.Namespace, run_config: RunConfig) -> ServeSettings:
+def build_settings(args: argparse.Namespace, run_config: RunConfig) -> ServeConfig:
     """The service settings from the flags; the key from $CIGEVAL_SERVE_API_KEY if not given."""
     base = {"concurrency": run_config.concurrency, "api_key": os.environ.get(API_KEY_ENV) or None}
-    settings: ServeSettings = build_config(args, ServeSettings, base=base)
+    settings: ServeConfig = build_config(args, ServeConfig, base=base)
     try:
         settings.check_bind()
     except CigevalError as exc:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from cigeval.serve.inputs import PreparedItem
 from cigeval.serve.models import BatchStats, ItemResult, ScoreResponse, SubScoreResult
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 
 if TYPE_CHECKING:
     from cigeval.evaluation import Evaluator
@@ -44,7 +44,7 @@ class ScoringService:
     (:class:`QueueFull`, a 429 on the wire) rather than queued without bound.
     """
 
-    def __init__(self, evaluator: Evaluator, settings: ServeSettings) -> None:
+    def __init__(self, evaluator: Evaluator, settings: ServeConfig) -> None:
         from cigeval.config import CALLS_PER_SAMPLE, calls_in_flight
 
         self.evaluator = evaluator
