@@ -518,12 +518,20 @@ class Evaluator:
         samples need (:func:`~cigeval.config.calls_in_flight`)."""
         if self.batch is not None:
             return self.run_config.batch_samples
-        if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
+        if concurrency is None:
+            return self.run_config.concurrency
+        if not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"invalid concurrency {concurrency!r}: give a whole number >= 1")
-        calls = calls_in_flight(self.run_config, concurrency)
+        self.allow_in_flight(concurrency)
+        return concurrency
+
+    def allow_in_flight(self, samples: int) -> None:
+        """Let the judges keep in flight the model calls of ``samples`` samples judged at once
+        (:func:`~cigeval.config.calls_in_flight`: 3 per sample unless
+        ``run_config.max_calls_in_flight`` sets the limit); a limit never narrows."""
+        calls = calls_in_flight(self.run_config, samples)
         for backend in (*self.backends, self.scene_graph_backend):
             widen_call_limit(backend, calls)
-        return concurrency or self.run_config.concurrency
 
     def evaluate_many(
         self, items: Iterable[SampleInput], concurrency: int | None = None

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from cigeval import Evaluator, RunConfig
 from cigeval.serve.inputs import prepare
 from cigeval.serve.models import ScoreItem
 from cigeval.serve.service import QueueFull, ScoringService
@@ -318,12 +319,13 @@ def test_the_admission_limit_sets_the_calls_in_flight() -> None:
     assert wall < 4 * latency + own_work, (wall, own_work)
 
 
-def test_a_call_pool_narrower_than_the_admission_limit_is_named(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_the_judge_keeps_the_calls_of_every_item_admitted_in_flight() -> None:
     narrow = make_evaluator("http://127.0.0.1:9/v1", concurrency=8)
-    with caplog.at_level("WARNING", logger="cigeval.serve"):
-        ScoringService(narrow, ServeConfig(concurrency=64))
-        ScoringService(make_evaluator("http://127.0.0.1:9/v1", 64), ServeConfig(concurrency=64))
-    assert len(caplog.records) == 1
-    assert "keeps 24 model calls in flight for 64 items" in caplog.records[0].getMessage()
+    ScoringService(narrow, ServeConfig(concurrency=64))
+    assert narrow.backend.call_limit.limit == 192  # type: ignore[attr-defined]  # not 24
+    explicit = Evaluator(
+        "openai:fake-model@http://127.0.0.1:9/v1",
+        run_config=RunConfig(use_cache=False, preflight=False, max_calls_in_flight=10),
+    )
+    ScoringService(explicit, ServeConfig(concurrency=64))
+    assert explicit.backend.call_limit.limit == 10  # type: ignore[attr-defined]  # as set
