@@ -10,7 +10,7 @@ import pytest
 
 import cigeval
 from cigeval import ConfigError, Evaluator, ScriptedBackend
-from cigeval.config import EvalConfig, RunConfig
+from cigeval.config import RUN_FILE_FIELDS, EvalConfig, RunConfig
 from cigeval.results import ResultsLock, ResultsLocked, read_records
 from cigeval.runs import RunOptions, RunResult, run_samples
 from cigeval.sample import iter_samples_file, sample_from_dict
@@ -123,6 +123,7 @@ def test_run_options_are_run_config_fields_read_from_the_judge_or_the_call(
     tmp_path: Path,
 ) -> None:
     assert cigeval.RunOptions is RunOptions is RunConfig  # the former name still imports
+    assert set(RUN_FILE_FIELDS) < set(RunConfig.model_fields)
     with pytest.raises(ValueError, match="limit"):
         RunOptions(limit=-1)
     samples = write_jsonl(tmp_path / "s.jsonl", seven_task_samples(tmp_path)[:3])
