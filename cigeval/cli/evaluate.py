@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from cigeval.cli._common import EXIT_SAMPLE_ERRORS, UsageError, make_evaluator
 from cigeval.cli._dataset import add_dataset_flags, samples_source
-from cigeval.cli._flags import add_config_flags, build_config
+from cigeval.cli._flags import add_config_flags, build_config, judge_configs
 from cigeval.cli._help import split_help
 from cigeval.cli._plugins import plugins_given
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
@@ -91,22 +91,6 @@ def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
     split_help(p, COMMON_FLAGS)  # keep last: flags added after it would show in --help
 
 
-def build_configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, EnsembleConfig]:
-    """The three configs from the parsed ``evaluate`` arguments (UsageError when invalid)."""
-    return (
-        build_config(args, EvalConfig),
-        build_config(
-            args,
-            RunConfig,
-            base={
-                "image_dir": default_image_dir(args.out),
-                "batch_state": default_batch_state(args.out),
-            },
-        ),
-        build_config(args, EnsembleConfig),
-    )
-
-
 def default_image_dir(out: Path) -> Path:
     """Where a run keeps the images it showed the judge: ``results.jsonl`` -> ``results.images``."""
     return out.with_name(out.stem + ".images")
@@ -139,7 +123,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     load_tasks_files(args)
     samples = samples_source(args)
-    config, run_config, ensemble = build_configs(args)
+    config, run_config, ensemble = judge_configs(
+        args, image_dir=default_image_dir(args.out), batch_state=default_batch_state(args.out)
+    )
     engine = build_config(args, EngineConfig)
     if engine.engine == "ray" and run_config.batch:
         raise UsageError(

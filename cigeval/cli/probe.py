@@ -16,7 +16,7 @@ from cigeval.cli._common import (
     make_evaluator,
     run_preflight,
 )
-from cigeval.cli._flags import add_config_flags, build_config
+from cigeval.cli._flags import add_config_flags, build_config, judge_configs
 from cigeval.cli._track import add_track_flags, log_probe, trackers_from_args
 from cigeval.cli.evaluate import default_image_dir
 from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, RunConfig
@@ -169,9 +169,7 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> tuple[A
     from cigeval.results import ResultsWriter
     from cigeval.runs.progress import counting_calls
 
-    config = build_config(args, EvalConfig)
-    run_config = build_config(args, RunConfig, base={"image_dir": default_image_dir(args.out)})
-    ensemble = build_config(args, EnsembleConfig)
+    config, run_config, ensemble = judge_configs(args, image_dir=default_image_dir(args.out))
     folder = args.probe_dir or args.out.with_name(args.out.stem + ".probe-set")
     records = args.out.with_name(args.out.stem + ".records.jsonl")
     try:

@@ -7,7 +7,7 @@ import os
 import sys
 
 from cigeval.cli._common import UsageError
-from cigeval.cli._flags import add_config_flags, build_config
+from cigeval.cli._flags import add_config_flags, build_config, judge_configs
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError
@@ -78,11 +78,9 @@ def run_serve(args: argparse.Namespace) -> int:
             f"cigeval serve needs the serve extra: pip install 'cigeval[serve]' ({exc})"
         ) from None
     load_tasks_files(args)
-    config = build_config(args, EvalConfig)
-    run_config = build_config(
-        args, RunConfig, base={"concurrency": DEFAULT_CONCURRENCY, "image_dir": None}
+    config, run_config, ensemble = judge_configs(
+        args, concurrency=DEFAULT_CONCURRENCY, image_dir=None
     )
-    ensemble = build_config(args, EnsembleConfig)
     settings = build_settings(args, run_config)
     if run_config.batch:
         raise UsageError("--batch does not apply to a service (answers are needed at once)")
