@@ -52,9 +52,8 @@ def run_samples_file(
     """
     base = run_file_settings(evaluator.run_config, options)
     if option_overrides:
-        unknown = sorted(set(option_overrides) - set(RUN_FILE_FIELDS))
         try:
-            if unknown:
+            if unknown := sorted(set(option_overrides) - set(RUN_FILE_FIELDS)):
                 raise ValueError(f"{', '.join(unknown)}: not a run option")
             base = RunConfig.model_validate({**base.model_dump(), **option_overrides})
         except Exception as exc:

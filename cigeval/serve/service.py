@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import logging
 import statistics
 import time
 from collections.abc import Sequence
@@ -18,8 +17,6 @@ from cigeval.serve.settings import ServeConfig
 if TYPE_CHECKING:
     from cigeval.evaluation import Evaluator
     from cigeval.score import Score
-
-log = logging.getLogger("cigeval.serve")
 
 #: How the session marks a judge reply it could not use (cigeval.session): counted as a
 #: parse failure.
