@@ -522,9 +522,17 @@ class RunConfig(BaseModel):
 
 #: :class:`RunConfig`'s fields that only a run over a results file reads (``cigeval
 #: evaluate``, ``Evaluator.run``): resume or start afresh, retry errors, limit, trace, guards.
-RUN_FILE_FIELDS = tuple(
-    "overwrite retry_errors include_trace limit allow_mixed_settings recheck_images "
-    "max_text_chars on_degraded circuit_breaker circuit_breaker_s".split()
+RUN_FILE_FIELDS = (
+    "overwrite",
+    "retry_errors",
+    "include_trace",
+    "limit",
+    "allow_mixed_settings",
+    "recheck_images",
+    "max_text_chars",
+    "on_degraded",
+    "circuit_breaker",
+    "circuit_breaker_s",
 )
 
 #: The former name of the run-file settings, now :class:`RunConfig`'s :data:`RUN_FILE_FIELDS`:
