@@ -241,7 +241,7 @@ class RetryingBackend:
         self.policy = policy or CallPolicy()
         self._secrets = [Secret(s) for s in secrets if s]
         #: The calls in flight at once: the policy's ``max_in_flight`` until widened
-        #: (:func:`~cigeval.backends.limits.widen_call_limit`).
+        #: (:func:`~cigeval.backends.policy.widen_calls_in_flight`).
         self.call_limit = InFlightLimit(self.policy.max_in_flight)
         self._turn = itertools.count()
         self._lock = threading.Lock()

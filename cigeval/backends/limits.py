@@ -167,16 +167,6 @@ class InFlightLimit:
         return f"InFlightLimit({self.limit})"
 
 
-def widen_call_limit(backend: object, limit: int) -> None:
-    """Let ``backend``, and the backends it wraps (``inner``), keep up to ``limit`` calls in
-    flight where their :class:`InFlightLimit` (``call_limit``) allows fewer."""
-    while backend is not None:
-        call_limit = getattr(backend, "call_limit", None)
-        if isinstance(call_limit, InFlightLimit):
-            call_limit.widen(limit)
-        backend = getattr(backend, "inner", None)
-
-
 def estimate_tokens(
     texts: list[str], image_sizes: list[tuple[int, int]], max_tokens: int | None
 ) -> int:

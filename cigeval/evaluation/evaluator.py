@@ -19,15 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
 from cigeval.backends.cache import bypass_cached_answers
-from cigeval.backends.limits import widen_call_limit
-from cigeval.config import (
-    SAMPLING_SETTINGS,
-    EnsembleConfig,
-    EvalConfig,
-    JudgeSpec,
-    RunConfig,
-    calls_in_flight,
-)
+from cigeval.backends.policy import widen_calls_in_flight
+from cigeval.config import SAMPLING_SETTINGS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
 from cigeval.evaluation._sync import run_sync
 from cigeval.evaluation.assemble import (
@@ -529,9 +522,7 @@ class Evaluator:
         """Let the judges keep in flight the model calls of ``samples`` samples judged at once
         (:func:`~cigeval.config.calls_in_flight`: 3 per sample unless
         ``run_config.max_calls_in_flight`` sets the limit); a limit never narrows."""
-        calls = calls_in_flight(self.run_config, samples)
-        for backend in (*self.backends, self.scene_graph_backend):
-            widen_call_limit(backend, calls)
+        widen_calls_in_flight((*self.backends, self.scene_graph_backend), self.run_config, samples)
 
     def evaluate_many(
         self, items: Iterable[SampleInput], concurrency: int | None = None
