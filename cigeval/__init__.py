@@ -27,7 +27,7 @@ from cigeval._version import __version__
 if TYPE_CHECKING:
     from cigeval.backends import Backend, ScriptedBackend, register_backend
     from cigeval.comparisons import compare
-    from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+    from cigeval.config import EnsembleConfig, EvalConfig, RunConfig, RunOptions
     from cigeval.engines import evaluate_dataset
     from cigeval.errors import CigevalError, ConfigError, InputError, ParseError
     from cigeval.evaluation import (
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from cigeval.report import report_html, write_report
     from cigeval.results import read_records, to_frame
     from cigeval.rubrics import Rubric, define_rubric, register_rubric
-    from cigeval.runs import RunOptions, RunResult
+    from cigeval.runs import RunResult
     from cigeval.runs.evaluator import Evaluator
     from cigeval.sample import Sample, iter_samples_file
     from cigeval.score import Score, SubScore
@@ -60,7 +60,7 @@ _PUBLIC: dict[str, str] = {
     "RunConfig": "cigeval.config",
     "EnsembleConfig": "cigeval.config",
     "evaluate_dataset": "cigeval.engines",
-    "RunOptions": "cigeval.runs",
+    "RunOptions": "cigeval.config",
     "RunResult": "cigeval.runs",
     # inputs and results
     "dataset_samples": "cigeval.hf_datasets",

@@ -4,8 +4,8 @@
   Score); the tools' own settings are nested in it (``grounding``, ``difference``). Its
   ``method`` (``paper``, the default, or ``extended``) fills in every setting that is not
   given explicitly (:mod:`cigeval.method`).
-- :class:`RunConfig`: how a batch runs (concurrency, limits, caching); none of it changes an
-  answer.
+- :class:`RunConfig`: how a batch runs (concurrency, limits, caching; for a results file,
+  resume, retries of errors, limit); none of it changes an answer.
 - :class:`EnsembleConfig`: how several judgments per sample are made and combined.
 - :class:`JudgeSpec`: one judge as a value: its models and the three settings above.
 
@@ -309,10 +309,11 @@ class EvalConfig(BaseModel):
         return record
 
 
-def calls_in_flight(run_config: RunConfig) -> int:
+def calls_in_flight(run_config: RunConfig, concurrency: int | None = None) -> int:
     """The limit of model calls in flight of a run: ``max_calls_in_flight``, or
-    :data:`CALLS_PER_SAMPLE` per sample in flight."""
-    return run_config.max_calls_in_flight or CALLS_PER_SAMPLE * run_config.concurrency
+    :data:`CALLS_PER_SAMPLE` per sample in flight (``concurrency``, by default the run's)."""
+    samples = concurrency or run_config.concurrency
+    return run_config.max_calls_in_flight or CALLS_PER_SAMPLE * samples
 
 
 #: Model calls one sample makes at once in the built-in tasks, at most: the three judge calls
@@ -322,7 +323,9 @@ CALLS_PER_SAMPLE = 3
 
 
 class RunConfig(BaseModel):
-    """How a batch runs: concurrency, limits, caching. None of it changes an answer."""
+    """How a batch runs: concurrency, limits, caching and, for a run over a results file,
+    resume, retries of errors, limit and guards (:data:`RUN_FILE_FIELDS`). None of it changes
+    an answer."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -450,6 +453,91 @@ class RunConfig(BaseModel):
         "the results file; none: kept in memory only)",
         json_schema_extra=_flag("--batch-state", metavar="FILE"),
     )
+    # The rest concern a run over a results file (cigeval evaluate, Evaluator.run): RUN_FILE_FIELDS.
+    overwrite: bool = Field(
+        False,
+        description="start the results file afresh instead of resuming",
+        json_schema_extra=_flag("--overwrite"),
+    )
+    retry_errors: bool = Field(
+        False,
+        description="rerun samples recorded as error, asking the judge again rather than "
+        "reading cached answers (their old records are dropped)",
+        json_schema_extra=_flag("--retry-errors"),
+    )
+    include_trace: bool = Field(
+        True,
+        description="keep the trace in the records",
+        json_schema_extra=_flag("--no-trace", negate=True),
+    )
+    limit: int | None = Field(
+        None,
+        ge=0,
+        description="only the first N samples of the input (those already recorded count: a "
+        "rerun with the same `limit` completes the same N samples)",
+        json_schema_extra=_flag("--limit"),
+    )
+    allow_mixed_settings: bool = Field(
+        False,
+        description="append to a results file whose records were made with other settings "
+        "(else exit 2 naming the settings that differ; reports show them as separate runs)",
+        json_schema_extra=_flag("--allow-mixed-settings"),
+    )
+    recheck_images: bool = Field(
+        True,
+        description="keep the records of samples already judged without checking whether "
+        "their image files changed since (by default a changed image is judged again)",
+        json_schema_extra=_flag("--no-recheck-images", negate=True),
+    )
+    max_text_chars: int = Field(
+        20_000,
+        ge=1,
+        description="a sample with a text field (prompt, instruction...) longer than this "
+        "is refused as that sample's error rather than sent to the judge",
+        json_schema_extra=_flag("--max-text-chars", metavar="N"),
+    )
+    on_degraded: Literal["warn", "error"] = Field(
+        "warn",
+        description="a sample with a sub-question judged without the tool the plan chose: "
+        "warn (kept as ok, counted in the summary) or error (an error record saying why)",
+        json_schema_extra=_flag("--on-degraded"),
+    )
+    circuit_breaker: int = Field(
+        10,
+        ge=0,
+        description="stop the run (exit status 3) when N samples in a row fail to reach the "
+        "judge for the same reason (connection refused or reset, timeout, HTTP 5xx); they "
+        "get no record, so a rerun resumes; 0 turns it off",
+        json_schema_extra=_flag("--circuit-breaker", metavar="N"),
+    )
+    circuit_breaker_s: float = Field(
+        20.0,
+        gt=0,
+        description="also stop the run (exit status 3) when, for this many seconds, no "
+        "request reached the judge's server while at least `circuit_breaker` requests "
+        "failed to (calls still retrying included); local engine only",
+        json_schema_extra=_flag("--circuit-breaker-seconds", metavar="SECONDS"),
+    )
+
+
+#: :class:`RunConfig`'s fields that only a run over a results file reads (``cigeval
+#: evaluate``, ``Evaluator.run``): resume or start afresh, retry errors, limit, trace, guards.
+RUN_FILE_FIELDS = (
+    "overwrite",
+    "retry_errors",
+    "include_trace",
+    "limit",
+    "allow_mixed_settings",
+    "recheck_images",
+    "max_text_chars",
+    "on_degraded",
+    "circuit_breaker",
+    "circuit_breaker_s",
+)
+
+#: The former name of the run-file settings, now :class:`RunConfig`'s :data:`RUN_FILE_FIELDS`:
+#: ``RunOptions(overwrite=True, limit=10)`` is the same config as ``RunConfig(...)``.
+RunOptions = RunConfig
 
 
 class EnsembleConfig(BaseModel):

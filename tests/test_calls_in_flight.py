@@ -1,18 +1,27 @@
-"""``evaluate_many(items, concurrency=N)`` keeps as many model calls in flight as N samples
-need, not the limit the default settings would give (3 x 8 = 24)."""
+"""``evaluate_many(items, concurrency=N)``, the function and the method, keeps as many model
+calls in flight as N samples need, not the limit the default settings would give (3 x 8 = 24)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import cigeval
-from cigeval import ConfigError, RunConfig, ScriptedBackend
+from cigeval import ConfigError, Evaluator, RunConfig, ScriptedBackend
+from cigeval.backends._retrying import CallFailure, RetryingBackend
+from cigeval.backends.policy import CallPolicy
+from cigeval.backends.registry import BACKENDS, register_backend
+from cigeval.messages import Message, ModelResponse
+from cigeval.rubrics.registry import RUBRICS, register_rubric
+from cigeval.sample_run import SampleRun
+from cigeval.score import Verdict
 from cigeval.testing import request_text
 from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import make_image
@@ -37,49 +46,6 @@ def samples(folder: Path, count: int) -> list[dict[str, Any]]:
          "images": {"output": image}}
         for n in range(count)
     ]  # fmt: skip
-
-
-class Gate:
-    """A reply function holding every reply until ``wanted`` requests wait at once; it then
-    opens for good (after ``timeout_s`` too, so a run that never gets there still ends)."""
-
-    def __init__(self, wanted: int, timeout_s: float) -> None:
-        self.wanted = wanted
-        self.timeout_s = timeout_s
-        self.waiting = 0
-        #: The most requests that waited at once.
-        self.most = 0
-        self.opened = False
-        self._condition = threading.Condition()
-
-    def __call__(self, body: dict[str, Any]) -> str:
-        with self._condition:
-            self.waiting += 1
-            self.most = max(self.most, self.waiting)
-            if self.waiting >= self.wanted:
-                self.opened = True
-            self._condition.notify_all()
-            self._condition.wait_for(lambda: self.opened, timeout=self.timeout_s)
-            self.opened = True
-            self._condition.notify_all()
-            self.waiting -= 1
-        return viescore_reply(body)
-
-
-def test_every_sample_admitted_has_its_call_in_flight(tmp_path: Path) -> None:
-    # However slow the machine, the 120 first calls all reach the server before any answer;
-    # with the limit the default settings give, 24 did, and the gate timed out.
-    gate = Gate(120, timeout_s=60.0)
-    with FakeOpenAIServer(gate) as server:
-        scores = cigeval.evaluate_many(
-            samples(tmp_path, 120),
-            f"openai:fake-model@{server.base_url}",
-            concurrency=120,
-            rubric="viescore",
-            run_config=RunConfig(use_cache=False),
-        )
-    assert [s.status for s in scores] == ["ok"] * 120
-    assert gate.most == 120
 
 
 def test_two_hundred_samples_of_two_one_second_calls_take_seconds_not_twenty(
@@ -124,3 +90,92 @@ def test_an_explicit_limit_of_calls_in_flight_is_kept(tmp_path: Path) -> None:
         )
     assert [s.status for s in scores] == ["ok"] * 12
     assert 1 < server.max_concurrent <= 3
+
+
+class SlowJudge(RetryingBackend):
+    """An API judge built from the run's settings (its limit of calls in flight included)
+    whose calls wait until ``wanted`` are in flight at once, counting the most that were;
+    after ``timeout_s`` without that many it stops waiting for good (a run that never gets
+    there still ends)."""
+
+    provider = "slow"
+
+    def __init__(self, model: str, policy: CallPolicy, wanted: int, timeout_s: float) -> None:
+        super().__init__(model, [None], policy=policy)
+        self.wanted = wanted
+        self.timeout_s = timeout_s
+        self.in_flight = 0
+        self.most = 0
+        self.opened = False
+
+    async def _attempt(self, prepared: Any, index: int) -> ModelResponse:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        deadline = time.monotonic() + self.timeout_s
+        while not self.opened and self.most < self.wanted and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        self.opened = True
+        self.in_flight -= 1
+        return ModelResponse(text="fine", model=self.model, finish_reason="stop")
+
+    def _classify(self, exc: BaseException) -> CallFailure | None:
+        return None
+
+
+@dataclass
+class ThreeQuestionsAtOnce:
+    """A rubric asking the judge three questions of each sample at once, as the built-in
+    tasks do at most (:data:`cigeval.config.CALLS_PER_SAMPLE`)."""
+
+    name: str = "three_at_once"
+    description: str = "three questions per sample, asked together"
+
+    def validate(self, sample: object) -> None:
+        return None
+
+    async def evaluate(self, run: SampleRun) -> Verdict:
+        questions = [Message.text("user", f"{run.sample.id}: question {n}") for n in range(3)]
+        await asyncio.gather(*(run.judge.call("judge", [q]) for q in questions))
+        return Verdict(value=1.0)
+
+
+@pytest.fixture
+def slow_judges() -> Iterator[list[SlowJudge]]:
+    """``slow:NAME`` builds a :class:`SlowJudge` waiting for 192 calls (20 s at most); the
+    list holds every one built."""
+    built: list[SlowJudge] = []
+
+    def factory(model: str, *, base_url: Any = None, run_config: Any = None) -> SlowJudge:
+        built.append(SlowJudge(model, CallPolicy.from_run_config(run_config), 192, 20.0))
+        return built[-1]
+
+    with BACKENDS.scoped(), RUBRICS.scoped():
+        register_backend("slow", factory)
+        register_rubric(ThreeQuestionsAtOnce())
+        yield built
+
+
+SLOW_SETTINGS: dict[str, Any] = {
+    "rubric": "three_at_once",
+    "run_config": RunConfig(use_cache=False, preflight=False),
+}
+
+
+def test_the_method_keeps_three_calls_per_sample_of_its_concurrency_in_flight(
+    tmp_path: Path, slow_judges: list[SlowJudge]
+) -> None:
+    judge = Evaluator("slow:judge", **SLOW_SETTINGS)
+    assert slow_judges[0].call_limit.limit == DEFAULT_CALLS_IN_FLIGHT
+    scores = judge.evaluate_many(samples(tmp_path, 64), concurrency=64)
+    assert [s.status for s in scores] == ["ok"] * 64
+    assert slow_judges[0].most == 192  # not 24: the limit the judge was built with
+
+
+def test_the_function_keeps_three_calls_per_sample_of_its_concurrency_in_flight(
+    tmp_path: Path, slow_judges: list[SlowJudge]
+) -> None:
+    scores = cigeval.evaluate_many(
+        samples(tmp_path, 64), "slow:judge", concurrency=64, **SLOW_SETTINGS
+    )
+    assert [s.status for s in scores] == ["ok"] * 64
+    assert [judge.most for judge in slow_judges] == [192]

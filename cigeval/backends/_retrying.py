@@ -240,7 +240,9 @@ class RetryingBackend:
         self.urls: list[str | None] = list(urls) or [None]
         self.policy = policy or CallPolicy()
         self._secrets = [Secret(s) for s in secrets if s]
-        self._in_flight = InFlightLimit(self.policy.max_in_flight)
+        #: The calls in flight at once: the policy's ``max_in_flight`` until widened
+        #: (:func:`~cigeval.backends.policy.widen_calls_in_flight`).
+        self.call_limit = InFlightLimit(self.policy.max_in_flight)
         self._turn = itertools.count()
         self._lock = threading.Lock()
 
@@ -302,7 +304,7 @@ class RetryingBackend:
                 index = next(self._turn) % len(self.urls)
             failure: CallFailure | None = None
             try:
-                async with self._in_flight.slot():
+                async with self.call_limit.slot():
                     if limiter is not None:
                         await limiter.acquire(estimate)
                     # The SDKs never retry (their retries are off): one attempt is one HTTP

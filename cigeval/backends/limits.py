@@ -7,6 +7,7 @@ calls, as in Jupyter or a sync ``evaluate()``) and across threads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import weakref
@@ -138,6 +139,19 @@ class InFlightLimit:
             if semaphore is None:
                 semaphore = self._semaphores[loop] = asyncio.Semaphore(self.limit)
             return semaphore
+
+    def widen(self, limit: int) -> None:
+        """Let up to ``limit`` calls be in flight from now on, where fewer were allowed (a
+        limit never narrows; no limit stays none), in every event loop already using it."""
+        with self._lock:
+            if self.limit is None or limit <= self.limit:
+                return
+            extra, self.limit = limit - self.limit, limit
+            semaphores = list(self._semaphores.items())
+        for loop, semaphore in semaphores:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                for _ in range(extra):
+                    loop.call_soon_threadsafe(semaphore.release)
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:

@@ -142,8 +142,6 @@ class OpenAIBackend(RetryingBackend):
         )
         self._key = Secret(key)
         self._pool_turn = itertools.count()
-        max_in_flight = self.policy.max_in_flight
-        self._pools = -(-(max_in_flight or 4 * CALLS_PER_POOL) // CALLS_PER_POOL)
         # httpx connection pools belong to one event loop: one set of SDK clients per loop,
         # a few per server URL (see CALLS_PER_POOL), all sharing one TLS context.
         self._clients: PerLoop[list[list[openai.AsyncOpenAI]]] = PerLoop(
@@ -160,7 +158,9 @@ class OpenAIBackend(RetryingBackend):
         turn (each made on first use)."""
         clients = self._clients.get()
         with self._lock:
-            turn = next(self._pool_turn) % self._pools
+            # as many pools as the calls in flight allowed now need (the limit may widen)
+            pools_wanted = -(-(self.call_limit.limit or 4 * CALLS_PER_POOL) // CALLS_PER_POOL)
+            turn = next(self._pool_turn) % pools_wanted
             pools = clients[index]
             if turn >= len(pools):
                 turn = len(pools)

@@ -4,9 +4,10 @@ often and how long to retry, how many calls may be in flight and how fast they m
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from cigeval.backends.limits import RateLimiter
+from cigeval.backends.limits import InFlightLimit, RateLimiter
 from cigeval.config import RunConfig, calls_in_flight
 from cigeval.errors import ConfigError
 
@@ -75,3 +76,16 @@ class CallPolicy:
         every attempt timing out, plus every wait the budget allows (the waits for a slot
         in flight or for the rate limiter come on top)."""
         return (self.max_retries + 1) * self.timeout_s + self.retry_wait_budget_s
+
+
+def widen_calls_in_flight(backends: Iterable[object], config: RunConfig, samples: int) -> None:
+    """Let ``backends``, and those they wrap (``inner``), keep in flight the model calls of
+    ``samples`` samples judged at once (:func:`~cigeval.config.calls_in_flight`) where their
+    :class:`~cigeval.backends.limits.InFlightLimit` (``call_limit``) allows fewer."""
+    calls = calls_in_flight(config, samples)
+    for backend in backends:
+        while backend is not None:
+            call_limit = getattr(backend, "call_limit", None)
+            if isinstance(call_limit, InFlightLimit):
+                call_limit.widen(calls)
+            backend = getattr(backend, "inner", None)

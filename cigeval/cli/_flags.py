@@ -24,6 +24,7 @@ from pydantic_core import PydanticUndefined
 
 from cigeval.cli._common import UsageError
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
+from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.errors import CigevalError
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "build_config",
     "config_values",
     "flag_of",
+    "judge_configs",
     "load_tasks_files",
 ]
 
@@ -203,3 +205,15 @@ def build_config(
         raise UsageError(problems) from None
     except (ValueError, CigevalError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def judge_configs(
+    args: argparse.Namespace, **run_base: Any
+) -> tuple[EvalConfig, RunConfig, EnsembleConfig]:
+    """The judge's three configs from the flags given (``run_base``: the command's own
+    RunConfig defaults); a bad value is a UsageError."""
+    return (
+        build_config(args, EvalConfig),
+        build_config(args, RunConfig, base=run_base),
+        build_config(args, EnsembleConfig),
+    )

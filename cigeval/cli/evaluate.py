@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from cigeval.cli._common import EXIT_SAMPLE_ERRORS, UsageError, make_evaluator
 from cigeval.cli._dataset import add_dataset_flags, samples_source
-from cigeval.cli._flags import add_config_flags, build_config
+from cigeval.cli._flags import add_config_flags, build_config, judge_configs
 from cigeval.cli._help import split_help
 from cigeval.cli._plugins import plugins_given
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
@@ -18,7 +18,6 @@ from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import CigevalError, PreflightError
 from cigeval.redact import redact_credentials
-from cigeval.runs.options import RunOptions
 from cigeval.terminal import echo, safe_text
 
 if TYPE_CHECKING:
@@ -86,27 +85,10 @@ def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
     add_config_flags(p.add_argument_group("engine (docs/ray.md)"), EngineConfig)
     r = p.add_argument_group("running")
     add_config_flags(r, RunConfig)
-    add_config_flags(r, RunOptions)
     r.add_argument("--price-table", type=Path, help="JSON: model -> USD per 1M prompt/completion")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     add_track_flags(p)
     split_help(p, COMMON_FLAGS)  # keep last: flags added after it would show in --help
-
-
-def build_configs(args: argparse.Namespace) -> tuple[EvalConfig, RunConfig, EnsembleConfig]:
-    """The three configs from the parsed ``evaluate`` arguments (UsageError when invalid)."""
-    return (
-        build_config(args, EvalConfig),
-        build_config(
-            args,
-            RunConfig,
-            base={
-                "image_dir": default_image_dir(args.out),
-                "batch_state": default_batch_state(args.out),
-            },
-        ),
-        build_config(args, EnsembleConfig),
-    )
 
 
 def default_image_dir(out: Path) -> Path:
@@ -141,9 +123,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     load_tasks_files(args)
     samples = samples_source(args)
-    config, run_config, ensemble = build_configs(args)
+    config, run_config, ensemble = judge_configs(
+        args, image_dir=default_image_dir(args.out), batch_state=default_batch_state(args.out)
+    )
     engine = build_config(args, EngineConfig)
-    options = build_config(args, RunOptions)
     if engine.engine == "ray" and run_config.batch:
         raise UsageError(
             "--batch and --engine ray cannot be combined: a provider batch gathers the calls "
@@ -158,7 +141,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             evaluator,
             samples,
             args.out,
-            options=options,
+            options=run_config,
             engine=engine,
             prices=prices,
             callbacks=trackers,

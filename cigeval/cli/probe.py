@@ -16,10 +16,10 @@ from cigeval.cli._common import (
     make_evaluator,
     run_preflight,
 )
-from cigeval.cli._flags import add_config_flags, build_config
+from cigeval.cli._flags import add_config_flags, build_config, judge_configs
 from cigeval.cli._track import add_track_flags, log_probe, trackers_from_args
 from cigeval.cli.evaluate import default_image_dir
-from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
+from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, RunConfig
 from cigeval.errors import CigevalError
 from cigeval.terminal import safe_text
 
@@ -30,7 +30,7 @@ def _names(text: str) -> tuple[str, ...]:
 
 def configure_probe_parser(p: argparse.ArgumentParser) -> None:
     """The arguments of ``probe``."""
-    from cigeval.probes import ProbeSettings, kind_names, probe_tasks
+    from cigeval.probes import ProbeConfig, kind_names, probe_tasks
 
     p.description = (
         "Draw a probe set of synthetic images with known content for every task, "
@@ -92,10 +92,10 @@ def configure_probe_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_track_flags(p)
-    add_config_flags(p.add_argument_group("probe thresholds (0-1 score scale)"), ProbeSettings)
+    add_config_flags(p.add_argument_group("probe thresholds (0-1 score scale)"), ProbeConfig)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
-    add_config_flags(p.add_argument_group("running"), RunConfig)
+    add_config_flags(p.add_argument_group("running"), RunConfig, skip=RUN_FILE_FIELDS)
 
 
 def _load(path: Path) -> Any:
@@ -126,7 +126,7 @@ def _compare_only(args: argparse.Namespace) -> int:
 
 def run_probe(args: argparse.Namespace) -> int:
     """The ``probe`` command."""
-    from cigeval.probes import ProbeSettings
+    from cigeval.probes import ProbeConfig
 
     compare = args.compare or []
     if len(compare) > 2:
@@ -142,7 +142,7 @@ def run_probe(args: argparse.Namespace) -> int:
     if args.out is None:
         raise UsageError("--out is required: where to write the probe report")
     old = _load(compare[0]) if compare else None
-    settings = build_config(args, ProbeSettings)
+    settings = build_config(args, ProbeConfig)
     trackers = trackers_from_args(args)
     report, answers, written = _run(args, settings, bypass_cache=old is not None)
     drift = None
@@ -169,9 +169,7 @@ def _run(args: argparse.Namespace, settings: Any, bypass_cache: bool) -> tuple[A
     from cigeval.results import ResultsWriter
     from cigeval.runs.progress import counting_calls
 
-    config = build_config(args, EvalConfig)
-    run_config = build_config(args, RunConfig, base={"image_dir": default_image_dir(args.out)})
-    ensemble = build_config(args, EnsembleConfig)
+    config, run_config, ensemble = judge_configs(args, image_dir=default_image_dir(args.out))
     folder = args.probe_dir or args.out.with_name(args.out.stem + ".probe-set")
     records = args.out.with_name(args.out.stem + ".records.jsonl")
     try:

@@ -7,11 +7,11 @@ import os
 import sys
 
 from cigeval.cli._common import UsageError
-from cigeval.cli._flags import add_config_flags, build_config
+from cigeval.cli._flags import add_config_flags, build_config, judge_configs
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
-from cigeval.config import EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
+from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 
 #: Where the API key is read from when ``--api-key`` is not given (keeps it out of ``ps``).
 API_KEY_ENV = "CIGEVAL_SERVE_API_KEY"
@@ -37,9 +37,13 @@ def configure_serve_parser(p: argparse.ArgumentParser) -> None:
     add_tasks_file_flag(p)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
-    add_config_flags(p.add_argument_group("running"), RunConfig, skip=("image_dir", "batch_state"))
+    add_config_flags(
+        p.add_argument_group("running"),
+        RunConfig,
+        skip=("image_dir", "batch_state", *RUN_FILE_FIELDS),
+    )
     s = p.add_argument_group("service")
-    add_config_flags(s, ServeSettings)
+    add_config_flags(s, ServeConfig)
     s.add_argument(
         "--replicas",
         type=int,
@@ -52,10 +56,10 @@ def configure_serve_parser(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_settings(args: argparse.Namespace, run_config: RunConfig) -> ServeSettings:
+def build_settings(args: argparse.Namespace, run_config: RunConfig) -> ServeConfig:
     """The service settings from the flags; the key from $CIGEVAL_SERVE_API_KEY if not given."""
     base = {"concurrency": run_config.concurrency, "api_key": os.environ.get(API_KEY_ENV) or None}
-    settings: ServeSettings = build_config(args, ServeSettings, base=base)
+    settings: ServeConfig = build_config(args, ServeConfig, base=base)
     try:
         settings.check_bind()
     except CigevalError as exc:
@@ -74,11 +78,9 @@ def run_serve(args: argparse.Namespace) -> int:
             f"cigeval serve needs the serve extra: pip install 'cigeval[serve]' ({exc})"
         ) from None
     load_tasks_files(args)
-    config = build_config(args, EvalConfig)
-    run_config = build_config(
-        args, RunConfig, base={"concurrency": DEFAULT_CONCURRENCY, "image_dir": None}
+    config, run_config, ensemble = judge_configs(
+        args, concurrency=DEFAULT_CONCURRENCY, image_dir=None
     )
-    ensemble = build_config(args, EnsembleConfig)
     settings = build_settings(args, run_config)
     if run_config.batch:
         raise UsageError("--batch does not apply to a service (answers are needed at once)")

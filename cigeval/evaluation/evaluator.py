@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
 from cigeval.backends.cache import bypass_cached_answers
+from cigeval.backends.policy import widen_calls_in_flight
 from cigeval.config import SAMPLING_SETTINGS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
 from cigeval.evaluation._sync import run_sync
@@ -490,8 +491,8 @@ class Evaluator:
         """Judge many samples concurrently, at most ``concurrency`` at once (default:
         ``run_config.concurrency``); results in input order.
 
-        The model calls in flight stay within the limit the judges were built with
-        (``run_config``'s); :func:`cigeval.evaluate_many` sizes both from its ``concurrency``.
+        The judges keep as many model calls in flight as ``concurrency`` samples need
+        (3 per sample), unless ``run_config.max_calls_in_flight`` sets the limit.
         """
         materialised = list(items)
         results: list[Score | None] = [None] * len(materialised)
@@ -505,10 +506,23 @@ class Evaluator:
         return [r for r in results if r is not None]
 
     def _sample_limit(self, concurrency: int | None) -> int:
-        """Samples in flight at once: ``batch_samples`` under batch, else ``concurrency``."""
+        """Samples in flight at once: ``batch_samples`` under batch, else ``concurrency`` (by
+        default the run's), the judges then keeping as many calls in flight as that many
+        samples need (:func:`~cigeval.config.calls_in_flight`)."""
         if self.batch is not None:
             return self.run_config.batch_samples
-        return concurrency or self.run_config.concurrency
+        if concurrency is None:
+            return self.run_config.concurrency
+        if not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(f"invalid concurrency {concurrency!r}: give a whole number >= 1")
+        self.allow_in_flight(concurrency)
+        return concurrency
+
+    def allow_in_flight(self, samples: int) -> None:
+        """Let the judges keep in flight the model calls of ``samples`` samples judged at once
+        (:func:`~cigeval.config.calls_in_flight`: 3 per sample unless
+        ``run_config.max_calls_in_flight`` sets the limit); a limit never narrows."""
+        widen_calls_in_flight((*self.backends, self.scene_graph_backend), self.run_config, samples)
 
     def evaluate_many(
         self, items: Iterable[SampleInput], concurrency: int | None = None

@@ -155,7 +155,7 @@ def evaluate_many(
     many samples need (``RunConfig.max_calls_in_flight`` when set, else 3 per sample).
     """
     items = _items(samples, columns, task)
-    return Evaluator(model, **_sized(_given(settings), concurrency)).evaluate_many(items)
+    return Evaluator(model, **_given(settings)).evaluate_many(items, concurrency)
 
 
 @_takes_settings
@@ -170,21 +170,8 @@ async def evaluate_many_async(
 ) -> list[Score]:
     """Async :func:`evaluate_many`."""
     items = _items(samples, columns, task)
-    judge = Evaluator(model, **_sized(_given(settings), concurrency))
-    return await judge.evaluate_many_async(items)
-
-
-def _sized(kwargs: dict[str, Any], concurrency: int | None) -> dict[str, Any]:
-    """The Evaluator's arguments with ``concurrency`` as its run's concurrency, so that the
-    limit of calls in flight its judges are built with follows it."""
-    if concurrency is None:
-        return kwargs
-    run_config = kwargs.get("run_config") or RunConfig()
-    try:
-        sized = RunConfig.model_validate({**run_config.model_dump(), "concurrency": concurrency})
-    except Exception as exc:
-        raise ConfigError(f"invalid concurrency {concurrency!r}: {exc}") from None
-    return {**kwargs, "run_config": sized}
+    judge = Evaluator(model, **_given(settings))
+    return await judge.evaluate_many_async(items, concurrency)
 
 
 def _given(settings: Settings) -> dict[str, Any]:

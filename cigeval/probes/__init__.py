@@ -26,7 +26,7 @@ from cigeval.probes.report import (
     load_report,
 )
 from cigeval.probes.runner import run_probe_set, run_probes, uncached_evaluator
-from cigeval.probes.settings import ProbeSettings
+from cigeval.probes.settings import ProbeConfig, ProbeSettings
 from cigeval.probes.table import render_table
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "CheckResult",
     "Drift",
     "Probe",
+    "ProbeConfig",
     "ProbeKind",
     "ProbeReport",
     "ProbeResult",

@@ -14,7 +14,7 @@ from typing import Literal
 
 from cigeval.probes.kinds import WHOLE_SCORE, Check
 from cigeval.probes.report import CheckResult, SampleOutcome
-from cigeval.probes.settings import ProbeSettings
+from cigeval.probes.settings import ProbeConfig
 from cigeval.registry import normalize_name
 
 #: Rubrics whose sample score measures one aspect of a task, by the sub-question ids it
@@ -67,7 +67,7 @@ def compare_pair(
     measured: MeasuredCheck,
     reference: SampleOutcome,
     probe: SampleOutcome,
-    settings: ProbeSettings,
+    settings: ProbeConfig,
 ) -> CheckResult:
     """Whether ``probe``'s score moved from ``reference``'s as the check expects.
 
@@ -103,7 +103,7 @@ def compare_pair(
 
 
 def compare_spread(
-    measured: MeasuredCheck, outcomes: list[SampleOutcome], settings: ProbeSettings
+    measured: MeasuredCheck, outcomes: list[SampleOutcome], settings: ProbeConfig
 ) -> CheckResult:
     """Whether the scores of clearly different outputs span at least the minimum spread.
 

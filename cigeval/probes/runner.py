@@ -24,7 +24,7 @@ from cigeval.evaluation._sync import run_sync
 from cigeval.probes.checks import MeasuredCheck, compare_pair, compare_spread, measure_checks
 from cigeval.probes.probe_set import REFERENCE, Probe, ProbeSample, ProbeSet, build_probe_set
 from cigeval.probes.report import ProbeReport, ProbeResult, SampleOutcome, SkippedProbe
-from cigeval.probes.settings import ProbeSettings
+from cigeval.probes.settings import ProbeConfig
 from cigeval.score import Score
 
 #: Called with each probe sample and its Score as it finishes (e.g. to write records).
@@ -87,7 +87,7 @@ def _result(
     probe: Probe,
     measured: list[MeasuredCheck],
     run: _Run,
-    settings: ProbeSettings,
+    settings: ProbeConfig,
 ) -> ProbeResult:
     """The result of a probe whose samples were all evaluated."""
     fields: dict[str, Any] = {
@@ -147,7 +147,7 @@ def _skipped(probe: Probe, reason: str) -> SkippedProbe:
 async def run_probe_set(
     evaluator: Evaluator,
     probe_set: ProbeSet,
-    settings: ProbeSettings | None = None,
+    settings: ProbeConfig | None = None,
     *,
     bypass_cache: bool = False,
     concurrency: int | None = None,
@@ -161,7 +161,7 @@ async def run_probe_set(
     are listed in ``skipped``. A sample that ends in error makes its probes ``error`` (not
     passed); it never stops the run.
     """
-    settings = settings or ProbeSettings()
+    settings = settings or ProbeConfig()
     fresh = uncached_evaluator(evaluator)
     run = _Run(
         fresh if bypass_cache else evaluator,
@@ -221,7 +221,7 @@ def run_probes(
     *,
     tasks: Iterable[str] | None = None,
     kinds: Iterable[str] | None = None,
-    settings: ProbeSettings | None = None,
+    settings: ProbeConfig | None = None,
     bypass_cache: bool = False,
     **evaluator_options: Any,
 ) -> ProbeReport:

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cigeval._flag import flag
 
 
-class ProbeSettings(BaseModel):
+class ProbeConfig(BaseModel):
     """How far scores must move (or may move) for a probe to pass.
 
     Scores are compared on the 0-1 scale: a sample's score as it is, a sub-question's score
@@ -41,3 +41,7 @@ class ProbeSettings(BaseModel):
         "much, highest minus lowest (0-1 scale)",
         json_schema_extra=flag("--min-spread"),
     )
+
+
+#: The former name of :class:`ProbeConfig`.
+ProbeSettings = ProbeConfig

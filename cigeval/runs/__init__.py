@@ -9,7 +9,8 @@ status, and the end-of-run callbacks (:data:`RunCallback`) that experiment track
 - :func:`run_samples`: the run itself.
 - :func:`run_samples_file`: the run from Python (option overrides, an engine by name,
   trackers); :class:`Evaluator`, the public ``cigeval.Evaluator``, has it as ``run``.
-- :class:`RunOptions`: resume or overwrite, retry errors, limit, trace in the records.
+- :class:`RunOptions`: the former name of :class:`cigeval.RunConfig`, whose run-file fields
+  (resume or overwrite, retry errors, limit, trace in the records) a run reads.
 - :class:`RunResult`: the summary, how the run ended, its exit status and settings.
 - :mod:`cigeval.runs.status`: the exit statuses (docs/exit-statuses.md).
 """
@@ -29,8 +30,8 @@ from cigeval.runs.status import (
 )
 
 if TYPE_CHECKING:
+    from cigeval.config import RunOptions
     from cigeval.runs.evaluator import Evaluator, run_samples_file
-    from cigeval.runs.options import RunOptions
     from cigeval.runs.result import RunCallback, RunResult
     from cigeval.runs.run import Samples, run_samples
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Evaluator": "cigeval.runs.evaluator",
     "run_samples_file": "cigeval.runs.evaluator",
-    "RunOptions": "cigeval.runs.options",
+    "RunOptions": "cigeval.config",
     "RunCallback": "cigeval.runs.result",
     "RunResult": "cigeval.runs.result",
     "Samples": "cigeval.runs.run",

@@ -11,12 +11,12 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from cigeval.config import RUN_FILE_FIELDS, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import ConfigError
 from cigeval.evaluation import evaluator as judging
-from cigeval.runs.options import RunOptions
 from cigeval.runs.result import RunCallback, RunResult
-from cigeval.runs.run import Samples, run_samples
+from cigeval.runs.run import Samples, run_file_settings, run_samples
 from cigeval.tracking import trackers_for
 
 
@@ -25,7 +25,7 @@ def run_samples_file(
     samples: Samples,
     out: str | os.PathLike[str],
     *,
-    options: RunOptions | None = None,
+    options: RunConfig | None = None,
     engine: EngineConfig | str | None = None,
     callbacks: Sequence[RunCallback] = (),
     prices: dict[str, dict[str, float]] | None = None,
@@ -38,8 +38,10 @@ def run_samples_file(
     sample finishes, the summary (see :func:`cigeval.runs.run_samples`).
 
     ``samples`` is a samples JSONL path or any iterable of Samples, samples-file lines
-    or dicts. Keyword arguments override :class:`~cigeval.runs.RunOptions` fields
-    (``overwrite=True``, ``retry_errors=True``, ``limit=10``); ``engine`` is
+    or dicts. The run-file fields of :class:`~cigeval.RunConfig`
+    (:data:`~cigeval.config.RUN_FILE_FIELDS`) come from ``options`` when given, else from
+    the evaluator's ``run_config``; keyword arguments override them (``overwrite=True``,
+    ``retry_errors=True``, ``limit=10``); ``engine`` is
     ``"local"`` (default), ``"ray"`` or an :class:`~cigeval.engines.EngineConfig`;
     each of ``callbacks`` gets the :class:`~cigeval.runs.RunResult` at the end.
     ``track`` logs the run to an experiment tracker when it ends: ``"wandb"``,
@@ -48,10 +50,12 @@ def run_samples_file(
     Returns that result (``print(result)`` shows the summary); Ctrl-C ends the run
     cleanly and is raised again as KeyboardInterrupt once the records are safe.
     """
-    base = options or RunOptions()
+    base = run_file_settings(evaluator.run_config, options)
     if option_overrides:
         try:
-            base = RunOptions.model_validate({**base.model_dump(), **option_overrides})
+            if unknown := sorted(set(option_overrides) - set(RUN_FILE_FIELDS)):
+                raise ValueError(f"{', '.join(unknown)}: not a run option")
+            base = RunConfig.model_validate({**base.model_dump(), **option_overrides})
         except Exception as exc:
             raise ConfigError(f"invalid run options: {exc}") from None
     if isinstance(engine, str):

@@ -11,9 +11,9 @@ from cigeval.signals import CIRCUIT_BREAKER, Stop
 
 if TYPE_CHECKING:
     from cigeval.backends.reachability import ServersDown
+    from cigeval.config import RunConfig
     from cigeval.results.jsonl import ResultsWriter
     from cigeval.results.summary import RunSummary
-    from cigeval.runs.options import RunOptions
     from cigeval.score import Score
 
 
@@ -42,7 +42,7 @@ class Recorder:
         self,
         writer: ResultsWriter,
         summary: RunSummary,
-        options: RunOptions,
+        options: RunConfig,
         stop: Stop,
         progress: Any,
     ) -> None:

@@ -11,7 +11,6 @@ from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.results.summary import RunSummary
 from cigeval.runs.breaker import CircuitBreaker
-from cigeval.runs.options import RunOptions
 from cigeval.runs.status import (
     EXIT_CIRCUIT_BREAKER,
     EXIT_INTERRUPTED,
@@ -30,8 +29,8 @@ class RunResult:
     ``stopped_by`` says why the run ended before its last sample (``"SIGINT"``,
     ``"SIGTERM"``, ``"circuit breaker"``, then ``breaker`` says what it saw), None when it
     judged everything; ``duplicates`` counts repeated sample ids that were not judged
-    again. ``config``, ``run_config``, ``ensemble``, ``engine`` and
-    ``options`` are the settings it ran with, ``out`` the results file it appended to.
+    again. ``config``, ``run_config`` (its run-file fields included), ``ensemble`` and
+    ``engine`` are the settings it ran with, ``out`` the results file it appended to.
     """
 
     out: Path
@@ -41,12 +40,16 @@ class RunResult:
     run_config: RunConfig
     ensemble: EnsembleConfig
     engine: EngineConfig
-    options: RunOptions
     duplicates: int = 0
     stopped_by: str | None = None
     breaker: CircuitBreaker | None = None
     #: Problems met after the run ended (an end-of-run callback that failed), one line each.
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def options(self) -> RunConfig:
+        """The run's settings (``run_config``), under the name of the former ``RunOptions``."""
+        return self.run_config
 
     @property
     def exit_status(self) -> int:

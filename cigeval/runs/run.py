@@ -17,6 +17,7 @@ from typing import Any
 
 from cigeval.backends.observers import observing
 from cigeval.backends.reachability import ServerWatch
+from cigeval.config import RUN_FILE_FIELDS, RunConfig
 from cigeval.engines.base import Engine, engine_for
 from cigeval.engines.settings import EngineConfig
 from cigeval.errors import ResultsWriteError
@@ -31,7 +32,6 @@ from cigeval.runs.guards import (
     refuse_results_over_inputs,
     results_paths,
 )
-from cigeval.runs.options import RunOptions
 from cigeval.runs.pending import PendingCounts, PendingRules, expected_total, pending_samples
 from cigeval.runs.preflight import preflight_step
 from cigeval.runs.progress import counting_calls
@@ -50,7 +50,7 @@ def run_samples(
     samples: Samples,
     out: str | os.PathLike[str],
     *,
-    options: RunOptions | None = None,
+    options: RunConfig | None = None,
     engine: EngineConfig | None = None,
     prices: dict[str, dict[str, float]] | None = None,
     callbacks: Sequence[RunCallback] = (),
@@ -61,7 +61,8 @@ def run_samples(
     ``samples`` is the path of a samples JSONL file (image paths relative to it) or any
     iterable of :class:`~cigeval.Sample`, :class:`~cigeval.sample.SampleLine` or dicts,
     consumed lazily. Rerunning with the same ``out`` resumes: ids already recorded are
-    skipped (``options`` says otherwise: overwrite, retry errors, limit). ``engine`` picks
+    skipped (the run-file fields of ``options``, else of the evaluator's ``run_config``, say
+    otherwise: overwrite, retry errors, limit). ``engine`` picks
     where samples are judged (this process, or Ray); ``prices`` is a price table
     (:func:`cigeval.results.load_price_table`) for the cost in the summary; ``quiet`` hides
     the progress bar and the preflight line (warnings still go to stderr).
@@ -78,7 +79,7 @@ def run_samples(
     left for the next run). Each of ``callbacks`` then gets the result; one that raises is
     reported in ``result.notes``.
     """
-    options = options or RunOptions()
+    options = run_file_settings(evaluator.run_config, options)
     engine = engine or EngineConfig()
     out = Path(out)
     source: Path | Iterable[SampleInput]
@@ -127,7 +128,7 @@ def _judge(
     source: Path | Iterable[SampleInput],
     out: Path,
     lock: ResultsLock,
-    options: RunOptions,
+    options: RunConfig,
     engine: EngineConfig,
     prices: dict[str, dict[str, float]] | None,
     quiet: bool,
@@ -192,14 +193,21 @@ def _judge(
         summary=summary,
         wall_s=time.perf_counter() - started,
         config=evaluator.config,
-        run_config=evaluator.run_config,
+        run_config=options,
         ensemble=evaluator.ensemble,
         engine=engine,
-        options=options,
         duplicates=counts.duplicates,
         stopped_by=stop.reason,
         breaker=recorder.breaker if recorder.breaker.tripped else None,
     )
+
+
+def run_file_settings(base: RunConfig, options: RunConfig | None) -> RunConfig:
+    """``base`` (the evaluator's run config) with the run-file fields
+    (:data:`~cigeval.config.RUN_FILE_FIELDS`) of ``options`` when given."""
+    if options is None:
+        return base
+    return base.model_copy(update={name: getattr(options, name) for name in RUN_FILE_FIELDS})
 
 
 def _down(servers: ServerWatching | None) -> Callable[[], bool] | None:
@@ -214,7 +222,7 @@ def _down(servers: ServerWatching | None) -> Callable[[], bool] | None:
     return down
 
 
-def open_writer(out: Path, options: RunOptions, settings: dict[str, Any]) -> ResultsWriter:
+def open_writer(out: Path, options: RunConfig, settings: dict[str, Any]) -> ResultsWriter:
     """The writer of a run that holds the lock on ``out`` already: resumed (and repaired)
     unless ``options.overwrite``; unreadable lines moved aside are reported on stderr.
 

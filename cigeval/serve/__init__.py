@@ -8,9 +8,9 @@ in-process. Nothing here is imported by ``import cigeval``.
 
 from __future__ import annotations
 
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig, ServeSettings
 
-__all__ = ["ServeSettings", "create_app"]
+__all__ = ["ServeConfig", "ServeSettings", "create_app"]
 
 
 def __getattr__(name: str) -> object:

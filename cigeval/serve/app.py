@@ -24,7 +24,7 @@ from cigeval._version import __version__
 from cigeval.serve.inputs import prepare, sample_of
 from cigeval.serve.models import ScoreRequest, ScoreResponse
 from cigeval.serve.service import QueueFull, ScoringService, escape
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 
 if TYPE_CHECKING:
     from cigeval.evaluation import Evaluator
@@ -69,7 +69,7 @@ def _check_key(request: Request, key: str | None) -> None:
 
 def create_app(
     judge: Evaluator | Callable[[], Evaluator],
-    settings: ServeSettings | None = None,
+    settings: ServeConfig | None = None,
     *,
     preflight: bool = True,
 ) -> FastAPI:
@@ -79,7 +79,7 @@ def create_app(
     startup, e.g. in each Ray Serve replica). With ``preflight`` the judge's server is
     checked at startup, and a judge that cannot work stops the start.
     """
-    settings = settings or ServeSettings()
+    settings = settings or ServeConfig()
     state: dict[str, Any] = {}
 
     @contextlib.asynccontextmanager
@@ -228,7 +228,7 @@ def _parse(model: Any, raw: bytes) -> Any:
         raise _Refused(422, f"invalid request body: {problems}") from None
 
 
-def _check_count(count: int, settings: ServeSettings) -> None:
+def _check_count(count: int, settings: ServeConfig) -> None:
     if count > settings.max_items:
         raise _Refused(413, f"{count} items in one request; the limit is {settings.max_items}")
 

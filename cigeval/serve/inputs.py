@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cigeval.serve.models import ImageField, ScoreItem
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 
 
 class ItemProblem(ValueError):
@@ -28,7 +28,7 @@ class PreparedItem:
     problem: str | None = None
 
 
-def image_bytes(data: bytes, settings: ServeSettings, what: str) -> bytes:
+def image_bytes(data: bytes, settings: ServeConfig, what: str) -> bytes:
     """``data`` if it is an image within the pixel limit; else an ItemProblem naming ``what``."""
     from PIL import Image, UnidentifiedImageError
 
@@ -45,7 +45,7 @@ def image_bytes(data: bytes, settings: ServeSettings, what: str) -> bytes:
     return data
 
 
-def decode_b64_image(text: str, settings: ServeSettings, what: str) -> bytes:
+def decode_b64_image(text: str, settings: ServeConfig, what: str) -> bytes:
     """Base64 image bytes, checked (an ItemProblem when not an image or too large)."""
     try:
         data = base64.b64decode(text, validate=True)
@@ -54,7 +54,7 @@ def decode_b64_image(text: str, settings: ServeSettings, what: str) -> bytes:
     return image_bytes(data, settings, what)
 
 
-def _inside_root(text: str, settings: ServeSettings, what: str) -> bytes:
+def _inside_root(text: str, settings: ServeConfig, what: str) -> bytes:
     root = settings.image_root
     if root is None:
         raise ItemProblem(f"{what}: image paths are refused (the server has no --image-root)")
@@ -68,7 +68,7 @@ def _inside_root(text: str, settings: ServeSettings, what: str) -> bytes:
 
 
 def _role_images(
-    given: dict[str, ImageField], settings: ServeSettings, read: Any, kind: str
+    given: dict[str, ImageField], settings: ServeConfig, read: Any, kind: str
 ) -> dict[str, Any]:
     images: dict[str, Any] = {}
     for role, value in given.items():
@@ -79,7 +79,7 @@ def _role_images(
     return images
 
 
-def prepare(item: ScoreItem, index: int, settings: ServeSettings) -> PreparedItem:
+def prepare(item: ScoreItem, index: int, settings: ServeConfig) -> PreparedItem:
     """The sample of ``item`` (the ``index``-th of its batch), or why it has none."""
     item_id = item.id if item.id is not None else str(index)
     try:
@@ -108,7 +108,7 @@ def sample_of(
     index: int,
     prompt: str,
     output: bytes,
-    settings: ServeSettings,
+    settings: ServeConfig,
     *,
     source: bytes | None = None,
     group: str | None = None,

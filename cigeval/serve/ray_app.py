@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from cigeval.config import JudgeSpec
 
 
-def build_app(spec: JudgeSpec, settings: ServeSettings) -> FastAPI:
+def build_app(spec: JudgeSpec, settings: ServeConfig) -> FastAPI:
     """The app of one replica (run on the replica)."""
     from cigeval.serve.app import create_app
     from cigeval.serve.judge import build_evaluator
@@ -30,14 +30,14 @@ def build_app(spec: JudgeSpec, settings: ServeSettings) -> FastAPI:
 class _Replica:
     """One Ray Serve replica: builds its app (and judge) when the replica starts."""
 
-    def __init__(self, spec: JudgeSpec, settings: ServeSettings) -> None:
+    def __init__(self, spec: JudgeSpec, settings: ServeConfig) -> None:
         self.spec, self.settings = spec, settings
 
     def __serve_build_asgi_app__(self) -> FastAPI:
         return build_app(self.spec, self.settings)
 
 
-def deployment(spec: JudgeSpec, settings: ServeSettings, replicas: int) -> Any:
+def deployment(spec: JudgeSpec, settings: ServeConfig, replicas: int) -> Any:
     """The bound Ray Serve application: ``replicas`` copies of the app."""
     from ray import serve
 
@@ -49,7 +49,7 @@ def deployment(spec: JudgeSpec, settings: ServeSettings, replicas: int) -> Any:
 
 def start(
     spec: JudgeSpec,
-    settings: ServeSettings,
+    settings: ServeConfig,
     replicas: int,
     address: str | None = None,
     *,
@@ -67,7 +67,7 @@ def start(
 
 
 def run_ray_serve(
-    spec: JudgeSpec, settings: ServeSettings, replicas: int, address: str | None
+    spec: JudgeSpec, settings: ServeConfig, replicas: int, address: str | None
 ) -> int:
     """Serve until interrupted (``cigeval serve --replicas N``)."""
     try:

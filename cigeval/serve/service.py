@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import logging
 import statistics
 import time
 from collections.abc import Sequence
@@ -13,13 +12,11 @@ from typing import TYPE_CHECKING
 
 from cigeval.serve.inputs import PreparedItem
 from cigeval.serve.models import BatchStats, ItemResult, ScoreResponse, SubScoreResult
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 
 if TYPE_CHECKING:
     from cigeval.evaluation import Evaluator
     from cigeval.score import Score
-
-log = logging.getLogger("cigeval.serve")
 
 #: How the session marks a judge reply it could not use (cigeval.session): counted as a
 #: parse failure.
@@ -39,28 +36,18 @@ def escape(text: str | None) -> str | None:
 class ScoringService:
     """One judge (an :class:`~cigeval.Evaluator`) behind an admission limit.
 
-    At most ``settings.concurrency`` items are judged at once; at most ``settings.max_queue``
+    At most ``settings.concurrency`` items are judged at once, the judge keeping their model
+    calls in flight (:meth:`~cigeval.Evaluator.allow_in_flight`); at most ``settings.max_queue``
     are held (judged or waiting): a batch that would go past it is refused whole
     (:class:`QueueFull`, a 429 on the wire) rather than queued without bound.
     """
 
-    def __init__(self, evaluator: Evaluator, settings: ServeSettings) -> None:
-        from cigeval.config import CALLS_PER_SAMPLE, calls_in_flight
-
+    def __init__(self, evaluator: Evaluator, settings: ServeConfig) -> None:
         self.evaluator = evaluator
         self.settings = settings
         self._held = 0
         self._slots: asyncio.Semaphore | None = None
-        calls = calls_in_flight(evaluator.run_config)
-        if calls < CALLS_PER_SAMPLE * settings.concurrency:
-            log.warning(
-                "the judge keeps %d model calls in flight for %d items judged at once: items "
-                "will wait for each other's calls; build the Evaluator with "
-                "RunConfig(concurrency=%d)",
-                calls,
-                settings.concurrency,
-                settings.concurrency,
-            )
+        evaluator.allow_in_flight(settings.concurrency)
 
     @property
     def held(self) -> int:

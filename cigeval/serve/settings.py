@@ -15,7 +15,7 @@ from cigeval.errors import ConfigError
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
 
-class ServeSettings(BaseModel):
+class ServeConfig(BaseModel):
     """How the reward service listens and what it admits. None of it changes a score, except
     ``score_mode`` (``integer``: the paper's score; ``expected``: see docs/serve.md)."""
 
@@ -104,6 +104,10 @@ class ServeSettings(BaseModel):
                 f"refusing to bind {self.host!r} without --api-key: anyone on the network "
                 "could use the judge; give --api-key KEY (or bind 127.0.0.1)"
             )
+
+
+#: The former name of :class:`ServeConfig`.
+ServeSettings = ServeConfig
 
 
 def is_local_host(host: str) -> bool:

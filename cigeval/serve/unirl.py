@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cigeval.serve.inputs import ItemProblem, PreparedItem, decode_b64_image, sample_of
 from cigeval.serve.models import ScoreResponse
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 
 
 class HistoryTurn(BaseModel):
@@ -47,7 +47,7 @@ class UniRLBody(BaseModel):
     requests: list[UniRLRequest]
 
 
-def prepare_unirl(request: UniRLRequest, index: int, settings: ServeSettings) -> PreparedItem:
+def prepare_unirl(request: UniRLRequest, index: int, settings: ServeConfig) -> PreparedItem:
     """The sample of one UniRL request, or why it has none."""
     metadata = request.metadata or {}
     group = metadata.get("group")
@@ -71,9 +71,7 @@ def prepare_unirl(request: UniRLRequest, index: int, settings: ServeSettings) ->
     return sample_of(index, turns[-1].text, last, settings, source=source, group=group)
 
 
-def unirl_answer(
-    body: UniRLBody, response: ScoreResponse, settings: ServeSettings
-) -> dict[str, Any]:
+def unirl_answer(body: UniRLBody, response: ScoreResponse, settings: ServeConfig) -> dict[str, Any]:
     """UniRL's ``{"results": [...], "errors": [...]}`` for ``response`` (same order)."""
     results: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []

@@ -11,7 +11,7 @@ fills in every field that is not given explicitly, so ``--difference-preset offi
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
@@ -46,28 +46,33 @@ OFFICIAL_DIFFERENCE: dict[str, Any] = {
 Preset = Literal["cigeval", "official"]
 
 
-def _validate_with_preset(
-    data: Any, handler: ModelWrapValidatorHandler[Any], official: dict[str, Any]
-) -> Any:
-    """Validate ``data`` with the preset's values filled in for the fields not given.
+class _PresetConfig(BaseModel):
+    """A tool's settings, whose ``preset`` (``official``: :attr:`_official`'s values) fills
+    in the fields not given.
 
     The model's ``model_fields_set`` keeps only the fields the caller gave, so a settings
     object dumped with ``exclude_unset=True`` and validated again (under another method, say)
     gets that method's preset, not this one's.
     """
-    if not isinstance(data, dict):
-        return handler(data)
-    given = set(data)
-    filled = {**official, **data} if data.get("preset") == "official" else data
-    model = handler(filled)
-    object.__setattr__(model, "__pydantic_fields_set__", given & set(type(model).model_fields))
-    return model
-
-
-class GroundingConfig(BaseModel):
-    """GroundingDINO settings (transformers' zero-shot object detection)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    _official: ClassVar[dict[str, Any]] = {}
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _preset(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        if not isinstance(data, dict):
+            return handler(data)
+        filled = {**cls._official, **data} if data.get("preset") == "official" else data
+        model = handler(filled)
+        object.__setattr__(model, "__pydantic_fields_set__", set(data) & set(cls.model_fields))
+        return model
+
+
+class GroundingConfig(_PresetConfig):
+    """GroundingDINO settings (transformers' zero-shot object detection)."""
+
+    _official = OFFICIAL_GROUNDING
 
     preset: Preset = Field(
         "cigeval",
@@ -121,16 +126,11 @@ class GroundingConfig(BaseModel):
         json_schema_extra=flag("--grounding-device"),
     )
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _preset(cls, data: Any, handler: ModelWrapValidatorHandler[GroundingConfig]) -> Any:
-        return _validate_with_preset(data, handler, OFFICIAL_GROUNDING)
 
-
-class DifferenceConfig(BaseModel):
+class DifferenceConfig(_PresetConfig):
     """Pixel-difference settings."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    _official = OFFICIAL_DIFFERENCE
 
     preset: Preset = Field(
         "cigeval",
@@ -198,8 +198,3 @@ class DifferenceConfig(BaseModel):
         "into those inside and those outside it",
         json_schema_extra=flag("--diff-mask", by_method=True),
     )
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _preset(cls, data: Any, handler: ModelWrapValidatorHandler[DifferenceConfig]) -> Any:
-        return _validate_with_preset(data, handler, OFFICIAL_DIFFERENCE)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cigeval._version import __version__
+from cigeval.config import RUN_FILE_FIELDS
 from cigeval.report.stats import Cell, cell
 from cigeval.results.jsonl import last_record_per_id, read_records
 from cigeval.results.record import generator_of
@@ -57,9 +58,9 @@ def run_config(result: RunResult, records: list[dict[str, Any]]) -> dict[str, An
         "judges": judges,
         "eval": result.config.record(),
         "ensemble": result.ensemble.model_dump(mode="json"),
-        "run": result.run_config.model_dump(mode="json"),
+        "run": result.run_config.model_dump(mode="json", exclude=set(RUN_FILE_FIELDS)),
         "engine": result.engine.model_dump(mode="json"),
-        "options": result.options.model_dump(mode="json"),
+        "options": result.run_config.model_dump(mode="json", include=set(RUN_FILE_FIELDS)),
     }
 
 

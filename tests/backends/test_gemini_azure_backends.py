@@ -154,5 +154,5 @@ def test_limits_and_retries_come_from_the_run_settings(
     policy = backend.policy  # type: ignore[attr-defined]
     assert policy.rate_limiter is not None
     assert policy.rate_limiter.requests_per_minute == 120
-    assert backend._in_flight.limit == 3  # type: ignore[attr-defined]
+    assert backend.call_limit.limit == 3  # type: ignore[attr-defined]
     assert (policy.timeout_s, policy.max_retries) == (7, 2)

@@ -94,6 +94,30 @@ async def test_in_flight_limit() -> None:
     assert peak == 3
 
 
+async def test_a_widened_limit_lets_waiting_calls_in_and_never_narrows() -> None:
+    limit = InFlightLimit(2)
+    active = peak = 0
+    release = asyncio.Event()
+
+    async def work() -> None:
+        nonlocal active, peak
+        async with limit.slot():
+            active += 1
+            peak = max(peak, active)
+            await release.wait()
+            active -= 1
+
+    calls = [asyncio.create_task(work()) for _ in range(6)]
+    await asyncio.sleep(0.05)
+    assert peak == 2  # the others wait for a slot
+    limit.widen(5)
+    limit.widen(3)
+    await asyncio.sleep(0.05)
+    assert (peak, limit.limit) == (5, 5)
+    release.set()
+    await asyncio.gather(*calls)
+
+
 def test_in_flight_limit_works_in_successive_event_loops() -> None:
     limit = InFlightLimit(1)
 

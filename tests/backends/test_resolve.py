@@ -74,7 +74,7 @@ def test_run_config_limits_reach_the_openai_backend(monkeypatch: pytest.MonkeyPa
     assert isinstance(backend, OpenAIBackend)
     policy = backend.policy
     assert (policy.timeout_s, policy.max_retries) == (7, 2)
-    assert policy.max_in_flight == backend._in_flight.limit == 9  # three calls per sample
+    assert policy.max_in_flight == backend.call_limit.limit == 9  # three calls per sample
     assert policy.rate_limiter is not None
     assert policy.rate_limiter.requests_per_minute == 100
     assert policy.rate_limiter.tokens_per_minute == 5000
@@ -82,7 +82,7 @@ def test_run_config_limits_reach_the_openai_backend(monkeypatch: pytest.MonkeyPa
         "openai:gpt-4o", run_config=RunConfig(max_calls_in_flight=4, use_cache=False)
     )
     assert isinstance(explicit, OpenAIBackend)
-    assert explicit._in_flight.limit == 4 and explicit.policy.rate_limiter is None
+    assert explicit.call_limit.limit == 4 and explicit.policy.rate_limiter is None
 
 
 async def test_cache_wrapping(tmp_path: Path) -> None:

@@ -13,9 +13,9 @@ from cigeval.cli import build_parser, main
 from cigeval.cli._flags import _fields
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines import EngineConfig
-from cigeval.probes.settings import ProbeSettings
+from cigeval.probes.settings import ProbeConfig
 from cigeval.results import read_records
-from cigeval.runs import RunOptions
+from cigeval.serve.settings import ServeConfig
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
@@ -52,9 +52,9 @@ SETTINGS = [
     RunConfig,
     EnsembleConfig,
     EngineConfig,
-    RunOptions,
     FinetuneConfig,
-    ProbeSettings,
+    ProbeConfig,
+    ServeConfig,
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cigeval.probes import Check, ProbeSettings
+from cigeval.probes import Check, ProbeConfig
 from cigeval.probes.checks import MeasuredCheck, compare_pair, compare_spread, measure_checks
 from cigeval.probes.report import SampleOutcome
 
@@ -14,7 +14,7 @@ def outcome(score: float | None, **sub_scores: float) -> SampleOutcome:
     return SampleOutcome(sample_id="s", status=status, score=score, sub_scores=sub_scores)
 
 
-SETTINGS = ProbeSettings(drop_margin=0.1, hold_tolerance=0.1, min_spread=0.3)
+SETTINGS = ProbeConfig(drop_margin=0.1, hold_tolerance=0.1, min_spread=0.3)
 
 
 def pair(relation: str, before: float, after: float) -> bool:

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from cigeval import Evaluator, ScriptedBackend
-from cigeval.config import EvalConfig, RunConfig
+import cigeval
+from cigeval import ConfigError, Evaluator, ScriptedBackend
+from cigeval.config import RUN_FILE_FIELDS, EvalConfig, RunConfig
 from cigeval.results import ResultsLock, ResultsLocked, read_records
 from cigeval.runs import RunOptions, RunResult, run_samples
 from cigeval.sample import iter_samples_file, sample_from_dict
@@ -116,3 +117,24 @@ def test_samples_file_lines_and_options_object(tmp_path: Path) -> None:
         iter(read_records(evaluator.run(samples, out=tmp_path / "b.jsonl", quiet=True,
                                          include_trace=False).out))
     )  # fmt: skip
+
+
+def test_run_options_are_run_config_fields_read_from_the_judge_or_the_call(
+    tmp_path: Path,
+) -> None:
+    assert cigeval.RunOptions is RunOptions is RunConfig  # the former name still imports
+    assert set(RUN_FILE_FIELDS) < set(RunConfig.model_fields)
+    with pytest.raises(ValueError, match="limit"):
+        RunOptions(limit=-1)
+    samples = write_jsonl(tmp_path / "s.jsonl", seven_task_samples(tmp_path)[:3])
+    judge = ScriptedBackend(rule_judge({}))
+    settings = RunConfig(use_cache=False, preflight=False, limit=1, include_trace=False)
+    evaluator = Evaluator(judge, config=TOOLS, run_config=settings)
+    result = evaluator.run(samples, out=tmp_path / "a.jsonl", quiet=True)
+    (record,) = read_records(result.out)  # the judge's run config: one sample, no trace
+    assert "trace" not in record
+    assert result.run_config.limit == 1 and result.options is result.run_config
+    wider = evaluator.run(samples, out=tmp_path / "b.jsonl", quiet=True, limit=2)
+    assert len(list(read_records(wider.out))) == 2  # the call's option wins
+    with pytest.raises(ConfigError, match="invalid run options: concurrency: not a run option"):
+        evaluator.run(samples, out=tmp_path / "c.jsonl", quiet=True, concurrency=4)

@@ -21,7 +21,7 @@ from PIL import Image
 
 import cigeval
 from cigeval.serve.app import create_app
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 
 
 def png_bytes(color: tuple[int, int, int] = (200, 20, 20), size: int = 32) -> bytes:
@@ -66,10 +66,10 @@ def make_evaluator(base_url: str, concurrency: int = 64, **overrides: Any) -> ci
 
 @contextmanager
 def served_client(
-    base_url: str, settings: ServeSettings | None = None, **overrides: Any
+    base_url: str, settings: ServeConfig | None = None, **overrides: Any
 ) -> Iterator[TestClient]:
     """A test client of the app judging with the fake server at ``base_url``."""
-    settings = settings or ServeSettings()
+    settings = settings or ServeConfig()
     app = create_app(make_evaluator(base_url, settings.concurrency, **overrides), settings)
     with TestClient(app) as client:
         yield client

@@ -15,7 +15,7 @@ from cigeval.cli.main import main
 from cigeval.serve.adapters import FlowGRPOReward, ImageScorer, trl_reward, verl_compute_score
 from cigeval.serve.app import create_app
 from cigeval.serve.bench import percentile
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from tests.serve.support import make_evaluator, running_server
@@ -34,7 +34,7 @@ def scorer(request: pytest.FixtureRequest, judge_url: str) -> Iterator[ImageScor
     if request.param == "in-process":
         yield ImageScorer(evaluator=make_evaluator(judge_url))
         return
-    app = create_app(make_evaluator(judge_url), ServeSettings(api_key="k"))
+    app = create_app(make_evaluator(judge_url), ServeConfig(api_key="k"))
     with running_server(app) as url:
         yield ImageScorer(url=url, api_key="k")
 
@@ -70,7 +70,7 @@ def test_an_unscorable_image_is_nan_with_its_reason(judge_url: str) -> None:
 def test_serve_bench_prints_percentiles_and_throughput(
     judge_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    app = create_app(make_evaluator(judge_url), ServeSettings())
+    app = create_app(make_evaluator(judge_url), ServeConfig())
     with running_server(app) as url:
         status = main(
             [

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from cigeval import Evaluator, RunConfig
 from cigeval.serve.inputs import prepare
 from cigeval.serve.models import ScoreItem
 from cigeval.serve.service import QueueFull, ScoringService
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from tests.serve.support import (
@@ -72,7 +73,7 @@ def test_corrupt_images_are_their_own_errors_in_order() -> None:
 
 
 def test_a_deadline_shorter_than_the_judge_gives_timeouts_not_a_failed_batch() -> None:
-    settings = ServeSettings(deadline_s=0.3)
+    settings = ServeConfig(deadline_s=0.3)
     with (
         FakeOpenAIServer(rule_judge(), latency_s=4.0) as server,
         served_client(server.base_url, settings) as client,
@@ -89,7 +90,7 @@ def test_a_deadline_shorter_than_the_judge_gives_timeouts_not_a_failed_batch() -
 
 
 def test_a_batch_beyond_the_queue_is_429_with_retry_after() -> None:
-    settings = ServeSettings(max_queue=4, retry_after_s=3)
+    settings = ServeConfig(max_queue=4, retry_after_s=3)
     with FakeOpenAIServer(rule_judge()) as server, served_client(server.base_url, settings) as c:
         answer = c.post("/v1/score", json={"items": [t2i_item(i) for i in range(5)]})
         assert answer.status_code == 429
@@ -98,7 +99,7 @@ def test_a_batch_beyond_the_queue_is_429_with_retry_after() -> None:
 
 
 def test_batches_in_flight_count_against_the_queue() -> None:
-    settings = ServeSettings(max_queue=6)
+    settings = ServeConfig(max_queue=6)
 
     async def scenario(base_url: str) -> tuple[int, str]:
         service = ScoringService(make_evaluator(base_url), settings)
@@ -148,7 +149,7 @@ def test_model_text_is_escaped() -> None:
 
 
 def test_body_item_and_pixel_limits() -> None:
-    settings = ServeSettings(max_body_bytes=20_000, max_items=3, max_pixels=40 * 40)
+    settings = ServeConfig(max_body_bytes=20_000, max_items=3, max_pixels=40 * 40)
     with FakeOpenAIServer(rule_judge()) as server, served_client(server.base_url, settings) as c:
         big = {"items": [t2i_item(0)], "pad": "x" * 30_000}
         assert c.post("/v1/score", json=big).status_code == 413
@@ -174,7 +175,7 @@ def test_image_paths_only_inside_the_image_root(tmp_path: Path) -> None:
 
     paths = ["a.png", "../outside.png", str(tmp_path / "outside.png"), "missing.png"]
     with FakeOpenAIServer(rule_judge()) as server:
-        with served_client(server.base_url, ServeSettings(image_root=root)) as client:
+        with served_client(server.base_url, ServeConfig(image_root=root)) as client:
             results = client.post("/v1/score", json={"items": [item(p) for p in paths]}).json()
         with served_client(server.base_url) as client:
             no_root = client.post("/v1/score", json={"items": [item("a.png")]}).json()
@@ -186,7 +187,7 @@ def test_image_paths_only_inside_the_image_root(tmp_path: Path) -> None:
 
 
 def test_bearer_key_is_required_when_set() -> None:
-    settings = ServeSettings(api_key="s3cret-key")
+    settings = ServeConfig(api_key="s3cret-key")
     with FakeOpenAIServer(rule_judge()) as server, served_client(server.base_url, settings) as c:
         body = {"items": [t2i_item(0)]}
         assert c.post("/v1/score", json=body).status_code == 401
@@ -204,9 +205,9 @@ def test_non_local_bind_without_key_refuses_to_start(capsys: pytest.CaptureFixtu
     from cigeval.errors import ConfigError
 
     with pytest.raises(ConfigError, match="without --api-key"):
-        ServeSettings(host="0.0.0.0").check_bind()
-    ServeSettings(host="0.0.0.0", api_key="k").check_bind()
-    ServeSettings(host="::1").check_bind()
+        ServeConfig(host="0.0.0.0").check_bind()
+    ServeConfig(host="0.0.0.0", api_key="k").check_bind()
+    ServeConfig(host="::1").check_bind()
     status = main(["serve", "--model", "openai:m@http://127.0.0.1:9/v1", "--host", "0.0.0.0"])
     assert status == 2
     assert "refusing to bind '0.0.0.0' without --api-key" in capsys.readouterr().err
@@ -233,7 +234,7 @@ def test_health_says_503_when_the_judge_is_down() -> None:
 
     with FakeOpenAIServer(rule_judge()) as server:
         base_url = server.base_url
-    app = create_app(make_evaluator(base_url), ServeSettings(), preflight=False)
+    app = create_app(make_evaluator(base_url), ServeConfig(), preflight=False)
     with TestClient(app) as client:  # the judge's server is gone
         health = client.get("/health")
         scored = client.post("/v1/score", json={"items": [t2i_item(0)]})
@@ -294,7 +295,7 @@ def test_the_admission_limit_sets_the_calls_in_flight() -> None:
     # 200 samples of 2 dependent calls (plan, then judge) against a 3 s judge, 256 admitted:
     # two waves of calls, about 6 s, where a pool of 24 calls would take some 50 s.
     latency = 3.0
-    settings = ServeSettings(concurrency=256, max_queue=256, max_items=256)
+    settings = ServeConfig(concurrency=256, max_queue=256, max_items=256)
     batch = {"items": [t2i_item(i) for i in range(200)]}
     with (
         FakeOpenAIServer(rule_judge()) as server,
@@ -318,12 +319,13 @@ def test_the_admission_limit_sets_the_calls_in_flight() -> None:
     assert wall < 4 * latency + own_work, (wall, own_work)
 
 
-def test_a_call_pool_narrower_than_the_admission_limit_is_named(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_the_judge_keeps_the_calls_of_every_item_admitted_in_flight() -> None:
     narrow = make_evaluator("http://127.0.0.1:9/v1", concurrency=8)
-    with caplog.at_level("WARNING", logger="cigeval.serve"):
-        ScoringService(narrow, ServeSettings(concurrency=64))
-        ScoringService(make_evaluator("http://127.0.0.1:9/v1", 64), ServeSettings(concurrency=64))
-    assert len(caplog.records) == 1
-    assert "keeps 24 model calls in flight for 64 items" in caplog.records[0].getMessage()
+    ScoringService(narrow, ServeConfig(concurrency=64))
+    assert narrow.backend.call_limit.limit == 192  # type: ignore[attr-defined]  # not 24
+    explicit = Evaluator(
+        "openai:fake-model@http://127.0.0.1:9/v1",
+        run_config=RunConfig(use_cache=False, preflight=False, max_calls_in_flight=10),
+    )
+    ScoringService(explicit, ServeConfig(concurrency=64))
+    assert explicit.backend.call_limit.limit == 10  # type: ignore[attr-defined]  # as set

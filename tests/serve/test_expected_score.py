@@ -19,7 +19,7 @@ from cigeval.messages import TokenLogprob
 from cigeval.serve.app import create_app
 from cigeval.serve.expected import ExpectedScoreBackend, expected_value, rewrite_scores
 from cigeval.serve.judge import build_evaluator
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 from cigeval.testing.openai_server import FakeOpenAIServer
 from tests.serve.support import t2i_item
 
@@ -77,7 +77,7 @@ def _serve(base_url: str, mode: str) -> dict[str, Any]:
         run_config=cigeval.RunConfig(use_cache=False, max_retries=0),
     )
     evaluator = build_evaluator(spec, score_mode=mode)
-    app = create_app(evaluator, ServeSettings(score_mode=mode))  # type: ignore[arg-type]
+    app = create_app(evaluator, ServeConfig(score_mode=mode))  # type: ignore[arg-type]
     with TestClient(app) as client:
         answer = client.post("/v1/score", json={"items": _groups()})
     assert answer.status_code == 200

@@ -20,7 +20,7 @@ from PIL import Image
 
 from cigeval.serve.app import create_app
 from cigeval.serve.pickle_body import UnsafePickle, load_flow_grpo_body
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from tests.serve.support import (
@@ -95,7 +95,7 @@ def test_unirl_zero_dependency_client_runs_unchanged(tmp_path: Path) -> None:
     image = tmp_path / "candidate.png"
     image.write_bytes(png_bytes())
     with FakeOpenAIServer(rule_judge(default_score=7)) as server:
-        app = create_app(make_evaluator(server.base_url), ServeSettings())
+        app = create_app(make_evaluator(server.base_url), ServeConfig())
         with running_server(app) as url:
             run = subprocess.run(
                 [
@@ -136,8 +136,8 @@ def test_flow_grpo_pickle_body_with_accept_pickle() -> None:
     images[..., 0] = 200
     body = flow_grpo_body(images, ["a red square"] * 3)
     with FakeOpenAIServer(rule_judge(default_score=8)) as server:
-        app = create_app(make_evaluator(server.base_url), ServeSettings(accept_pickle=True))
-        off = create_app(make_evaluator(server.base_url), ServeSettings())
+        app = create_app(make_evaluator(server.base_url), ServeConfig(accept_pickle=True))
+        off = create_app(make_evaluator(server.base_url), ServeConfig())
         with running_server(app) as url, running_server(off) as off_url:
             # as Flow-GRPO sends it: requests.post(url, data=bytes), no content type
             answer = requests.post(url, data=body, timeout=60)
@@ -170,7 +170,7 @@ def test_a_malicious_pickle_is_400_and_runs_nothing(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     evil = pickle.dumps({"images": [_RunsACommand(marker)], "prompts": ["x"]})
     with FakeOpenAIServer(rule_judge()) as server:
-        settings = ServeSettings(accept_pickle=True)
+        settings = ServeConfig(accept_pickle=True)
         with served_client(server.base_url, settings) as client:
             answer = client.post("/", content=evil)
             calls = len(server.requests)

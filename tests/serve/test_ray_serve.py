@@ -14,7 +14,7 @@ pytest.importorskip("ray.serve", reason="the ray-serve extra (ray[serve]) is not
 import cigeval
 from cigeval.config import JudgeSpec
 from cigeval.serve.ray_app import start
-from cigeval.serve.settings import ServeSettings
+from cigeval.serve.settings import ServeConfig
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from tests.serve.support import t2i_item
@@ -50,7 +50,7 @@ def test_two_replicas_on_ray_serve(local_ray: None) -> None:
             config=cigeval.EvalConfig(tools=()),
             run_config=cigeval.RunConfig(use_cache=False, concurrency=8, max_retries=0),
         )
-        settings = ServeSettings(port=_free_port(), api_key="k", concurrency=8)
+        settings = ServeConfig(port=_free_port(), api_key="k", concurrency=8)
         url = start(spec, settings, replicas=2)
         headers = {"Authorization": "Bearer k"}
         replicas = serve.status().applications["cigeval"].deployments["cigeval"]
