@@ -44,6 +44,9 @@ CACHE_FORMAT = 2
 _REFRESH: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "cigeval_cache_refresh", default=False
 )
+_NOTED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "cigeval_cache_noted", default=None
+)
 
 
 @contextlib.contextmanager
@@ -56,6 +59,19 @@ def bypass_cached_answers() -> Iterator[None]:
         yield
     finally:
         _REFRESH.reset(token)
+
+
+@contextlib.contextmanager
+def noting_cache_keys() -> Iterator[list[str]]:
+    """Within this block (and the tasks it starts), the key of every request a
+    :class:`CachedBackend` is asked (answered from the cache or not) is added to the list
+    yielded: the answers a sample's record was built from."""
+    noted: list[str] = []
+    token = _NOTED.set(noted)
+    try:
+        yield noted
+    finally:
+        _NOTED.reset(token)
 
 
 def cache_bypassed() -> bool:
@@ -266,6 +282,9 @@ class CachedBackend(WrappingBackend[Backend]):
         """Answer from the cache, or ask the wrapped backend and remember its answer."""
         key = self.key(request)
         started = time.perf_counter()
+        noted = _NOTED.get()
+        if noted is not None:
+            noted.append(key)
         if not _REFRESH.get():
             hit = self.cache.lookup(key)
             if hit is not None:

@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
-from cigeval.backends.cache import bypass_cached_answers
+from cigeval.backends.cache import (
+    CachedBackend,
+    bypass_cached_answers,
+    cache_bypassed,
+    noting_cache_keys,
+)
 from cigeval.config import SAMPLING_SETTINGS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
 from cigeval.evaluation._sync import run_sync
@@ -29,6 +34,7 @@ from cigeval.evaluation.assemble import (
     usage_of,
 )
 from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
+from cigeval.evaluation.replay import SampleReplay
 from cigeval.image_store import ImageStore, image_location
 from cigeval.images import EncodedImage, release_file_bytes
 from cigeval.messages import GenerationSettings
@@ -145,6 +151,20 @@ class Evaluator:
         self.image_store = ImageStore(image_dir) if image_dir is not None else None
         use_cache = self.run_config.use_cache and self.run_config.cache_dir is not None
         self.tool_cache = ResponseCache(self.run_config.cache_dir) if use_cache else None  # type: ignore[arg-type]
+        #: Fully cached samples replayed without the agent (:mod:`cigeval.evaluation.replay`);
+        #: None where the short cut does not apply (no cache, an ensemble, batch, a backend
+        #: given without the cache).
+        self.replay = self._sample_replay()
+
+    def _sample_replay(self) -> SampleReplay | None:
+        helpers = [self.scene_graph_backend] if self.scene_graph_backend is not None else []
+        backends = [*self.backends, *helpers]
+        if self.tool_cache is None or len(self.judges) > 1 or self.batch is not None:
+            return None
+        folder = self.tool_cache.directory
+        if not all(isinstance(b, CachedBackend) and b.cache.directory == folder for b in backends):
+            return None
+        return SampleReplay(self.tool_cache, self.fingerprint, self.image_store)
 
     @classmethod
     def from_spec(cls: type[E], spec: JudgeSpec, *, preflight: bool | None = None) -> E:
@@ -340,6 +360,12 @@ class Evaluator:
         try:
             sample = _as_sample(item)
             self.rubric.validate(sample)
+            replay = self.replay
+            key = replay.key(sample, self.config.image_encoding) if replay else None
+            if replay is not None and key is not None and not cache_bypassed():
+                replayed = replay.replayed(key, started)
+                if replayed is not None:
+                    return replayed
             images = load_sample_images(sample)
             if self.config.image_encoding == "jpeg75":
                 # nothing is sent as it was read: hold no file's bytes while the sample waits
@@ -361,9 +387,10 @@ class Evaluator:
                 provenance=self._provenance(),
             )
         encoded: dict[int, Any] = {}
-        outcomes = await asyncio.gather(
-            *(self._judge_once(sample, images, judge, encoded) for judge in self.judges)
-        )
+        with noting_cache_keys() as calls:
+            outcomes = await asyncio.gather(
+                *(self._judge_once(sample, images, judge, encoded) for judge in self.judges)
+            )
         verdicts = [verdict for verdict, _, _ in outcomes]
         verdict = verdicts[0]
         if len(outcomes) > 1:
@@ -383,7 +410,7 @@ class Evaluator:
         input_images = {r: encoded[id(i)].sha256 for r, i in images.items() if id(i) in encoded}
         image_files = await asyncio.to_thread(self._image_files, encoded.values())
         wall_ms = round((time.perf_counter() - started) * 1000)
-        return assemble_score(
+        score = assemble_score(
             sample_id=sample.id,
             task=sample.task,
             rubric=self.config.rubric,
@@ -408,6 +435,9 @@ class Evaluator:
                 None,
             ),
         )
+        if replay is not None and key is not None:
+            replay.save(key, score, calls, {image.sha256: image for image in encoded.values()})
+        return score
 
     def _image_files(self, encoded: Iterable[EncodedImage]) -> dict[str, str]:
         """sha256 -> where each image shown to the judge can be read back."""
