@@ -387,7 +387,7 @@ class Evaluator:
                 provenance=self._provenance(),
             )
         encoded: dict[int, Any] = {}
-        with noting_cache_keys() as calls:
+        with noting_cache_keys() as answers:
             outcomes = await asyncio.gather(
                 *(self._judge_once(sample, images, judge, encoded) for judge in self.judges)
             )
@@ -436,7 +436,7 @@ class Evaluator:
             ),
         )
         if replay is not None and key is not None:
-            replay.save(key, score, calls, {image.sha256: image for image in encoded.values()})
+            replay.save(key, score, answers, {image.sha256: image for image in encoded.values()})
         return score
 
     def _image_files(self, encoded: Iterable[EncodedImage]) -> dict[str, str]:

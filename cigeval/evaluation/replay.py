@@ -24,7 +24,7 @@ from cigeval._digest import known_file_sha256
 from cigeval.backends.cache import ResponseCache
 from cigeval.image_store import ImageStore
 from cigeval.images import EncodedImage
-from cigeval.messages import ModelResponse
+from cigeval.messages import ModelResponse, normalize_finish_reason
 from cigeval.sample import Sample
 from cigeval.score import Score
 
@@ -110,18 +110,18 @@ class SampleReplay:
         return files
 
     def save(
-        self, key: str, score: Score, calls: list[str], shown: dict[str, EncodedImage]
+        self,
+        key: str,
+        score: Score,
+        answers: list[tuple[str, ModelResponse]],
+        shown: dict[str, EncodedImage],
     ) -> None:
-        """Store ``score`` (a judging of the sample of ``key`` that asked ``calls``, showing
-        ``shown`` by sha256), unless it holds an error a new judging might not repeat."""
+        """Store ``score`` (a judging of the sample of ``key`` built from ``answers``, by cache
+        key, showing ``shown`` by sha256), unless it holds an error a new judging might not
+        repeat."""
         if not score.ok or _tool_failed(score) or any(s.error for s in score.sub_scores):
             return
-        digests = []
-        for call_key in dict.fromkeys(calls):
-            answer = self.cache.lookup(call_key)
-            if answer is None:  # an answer found unusable was forgotten: nothing to replay
-                return
-            digests.append([call_key, answer_digest(answer)])
+        digests = {call_key: answer_digest(answer) for call_key, answer in answers}
         record = score.to_record()
         calls_made = 0
         for event in record["trace"]:
@@ -135,7 +135,8 @@ class SampleReplay:
             if sha in files or image.source is None:
                 place = "file" if image.source is not None else "store"
                 places[sha] = [place, files.get(sha, ""), image.mime]
-        self.cache.set(key, {"calls": digests, "record": record, "shown": places})
+        calls = [[call_key, digest] for call_key, digest in digests.items()]
+        self.cache.set(key, {"calls": calls, "record": record, "shown": places})
 
 
 def _tool_failed(score: Score) -> bool:
@@ -146,9 +147,10 @@ def _tool_failed(score: Score) -> bool:
 
 
 def answer_digest(answer: ModelResponse) -> str:
-    """A digest of what a cached answer says (its text, model, tokens, finish reason)."""
-    said = [answer.text, answer.model, answer.usage.prompt_tokens]
-    said += [answer.usage.completion_tokens, answer.finish_reason, answer.endpoint]
+    """A digest of what a cached answer says (its text, model, tokens, finish reason), the
+    same for the answer as received and as read back from the cache."""
+    said = [answer.text, answer.model, answer.usage.prompt_tokens, answer.usage.completion_tokens]
+    said += [normalize_finish_reason(answer.finish_reason), answer.endpoint]
     return hashlib.sha256(json.dumps(said).encode("ascii")).hexdigest()
 
 
