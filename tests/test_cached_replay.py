@@ -19,15 +19,21 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from cigeval import Evaluator
+from cigeval import Evaluator, Sample, ScriptedBackend
 from cigeval.agent.rubric import CigevalRubric
 from cigeval.backends.cache import ResponseCache
 from cigeval.config import RunConfig
 from cigeval.evaluation.replay import SampleReplay
 from cigeval.results import read_records
+from cigeval.rubrics.custom import define_rubric
+from cigeval.rubrics.registry import RUBRICS
+from cigeval.tasks import get_task
+from cigeval.tasks.registry import TASKS, register_task
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
+from cigeval.tools.difference import DifferenceTool
+from cigeval.tools.registry import TOOLS, register_tool
 
 #: Fields that measure time, different in every run.
 TIMINGS = {("usage", "wall_ms"), ("trace", "time"), ("trace", "latency_s")}
@@ -202,3 +208,37 @@ def test_a_fully_cached_cli_rerun_imports_neither_langgraph_nor_openai(tmp_path:
     assert not {m for m in again if m.split(".")[0] in {"langgraph", "openai", "langsmith"}}
     records = list(read_records(tmp_path / "again.jsonl"))
     assert [r["status"] for r in records] == ["ok"] * 7
+
+
+def test_a_rubric_task_or_tool_of_the_users_is_never_replayed(tmp_path: Path) -> None:
+    cache = RunConfig(cache_dir=tmp_path / "cache", preflight=False)
+    scripted = ScriptedBackend(rule_judge())
+    assert Evaluator(scripted, run_config=cache).replay is None  # a backend object: no cache
+    with FakeOpenAIServer(rule_judge()) as server:
+        model = f"openai:judge@{server.base_url}"
+        assert Evaluator(model, run_config=cache).replay is not None
+        assert (
+            Evaluator(model, run_config=cache.model_copy(update={"use_cache": False})).replay
+            is None
+        )
+        assert Evaluator([model, model], run_config=cache).replay is None  # an ensemble
+        with RUBRICS.scoped():
+            define_rubric("mine", factors={"legibility": "Can the text be read?"})
+            assert Evaluator(model, run_config=cache, rubric="mine").replay is None
+        with TOOLS.scoped():
+
+            class Mine(DifferenceTool):
+                name = "Mine"
+
+            register_tool(Mine())
+            assert Evaluator(model, run_config=cache).replay is None
+        with TASKS.scoped():
+            register_task(dataclasses.replace(get_task("text_guided_ie"), id="my_task"))
+            sample = Sample(
+                id="s",
+                task="my_task",
+                instruction="x",
+                images={"source": "a.png", "output": "b.png"},
+            )
+            replay = Evaluator(model, run_config=cache).replay
+            assert replay is not None and replay.key(sample, "jpeg75") is None

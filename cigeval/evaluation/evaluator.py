@@ -34,7 +34,7 @@ from cigeval.evaluation.assemble import (
     usage_of,
 )
 from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
-from cigeval.evaluation.replay import SampleReplay
+from cigeval.evaluation.replay import SampleReplay, built_in_judging
 from cigeval.image_store import ImageStore, image_location
 from cigeval.images import EncodedImage, release_file_bytes
 from cigeval.messages import GenerationSettings
@@ -153,13 +153,15 @@ class Evaluator:
         self.tool_cache = ResponseCache(self.run_config.cache_dir) if use_cache else None  # type: ignore[arg-type]
         #: Fully cached samples replayed without the agent (:mod:`cigeval.evaluation.replay`);
         #: None where the short cut does not apply (no cache, an ensemble, batch, a backend
-        #: given without the cache).
+        #: given without the cache, a rubric or tool of the user's).
         self.replay = self._sample_replay()
 
     def _sample_replay(self) -> SampleReplay | None:
         helpers = [self.scene_graph_backend] if self.scene_graph_backend is not None else []
         backends = [*self.backends, *helpers]
         if self.tool_cache is None or len(self.judges) > 1 or self.batch is not None:
+            return None
+        if not built_in_judging(self.rubric, self.config.tools):
             return None
         folder = self.tool_cache.directory
         if not all(isinstance(b, CachedBackend) and b.cache.directory == folder for b in backends):

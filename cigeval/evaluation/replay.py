@@ -15,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import sys
 import time
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,8 +27,12 @@ from cigeval.backends.cache import ResponseCache
 from cigeval.image_store import ImageStore
 from cigeval.images import EncodedImage
 from cigeval.messages import ModelResponse, normalize_finish_reason
+from cigeval.rubrics.registry import BUILTIN_RUBRICS
 from cigeval.sample import Sample
 from cigeval.score import Score
+from cigeval.tasks import get_task
+from cigeval.tasks.builtin import BUILTIN_TASKS
+from cigeval.tools.registry import BUILTIN_TOOLS, ON_REQUEST_TOOLS, resolve_tools
 
 #: Bumped when the sample key or the entry changes.
 REPLAY_FORMAT = 1
@@ -42,8 +48,11 @@ class SampleReplay:
         self.store = store
 
     def key(self, sample: Sample, encoding: str) -> str | None:
-        """The sample key, or None when the sample cannot have one (an image given in memory,
-        or a file that cannot be read)."""
+        """The sample key, or None when the sample cannot have one (a task of the user's: its
+        questions are code the key cannot cover; an image given in memory; a file that
+        cannot be read)."""
+        if not any(get_task(sample.task) is task for task in BUILTIN_TASKS):
+            return None
         try:
             images = _hashed(sample.images.provided(), sample.base_dir)
             candidates = _hashed(sample.candidates or {}, sample.base_dir)
@@ -137,6 +146,25 @@ class SampleReplay:
                 places[sha] = [place, files.get(sha, ""), image.mime]
         calls = [[call_key, digest] for call_key, digest in digests.items()]
         self.cache.set(key, {"calls": calls, "record": record, "shown": places})
+
+
+def built_in_judging(rubric: object, tools: Iterable[str] | None) -> bool:
+    """Whether ``rubric`` and the ``tools`` it may use are cigeval's own, whose requests are
+    covered by cigeval's version in the sample key (a user's rubric or tool is code that may
+    change what is asked without changing any setting)."""
+    if not _built_in(rubric, BUILTIN_RUBRICS.get(getattr(rubric, "name", ""))):
+        return False
+    shipped = {**BUILTIN_TOOLS, **ON_REQUEST_TOOLS}
+    return all(_built_in(tool, shipped.get(tool.name)) for tool in resolve_tools(tools))
+
+
+def _built_in(item: object, path: str | None) -> bool:
+    """Whether ``item`` is the built-in entry ``path`` names (that object, or of that class)."""
+    if path is None:
+        return False
+    module, _, attribute = path.partition(":")
+    found = getattr(sys.modules.get(module), attribute, None)
+    return found is not None and (item is found or type(item) is found)
 
 
 def _tool_failed(score: Score) -> bool:
