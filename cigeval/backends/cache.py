@@ -62,7 +62,7 @@ def bypass_cached_answers() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def noting_cache_keys() -> Iterator[list[tuple[str, ModelResponse]]]:
+def noting_answers() -> Iterator[list[tuple[str, ModelResponse]]]:
     """Within this block (and the tasks it starts), each request a :class:`CachedBackend`
     answers (from the cache or not) adds its key and answer to the list yielded: the answers
     a sample's record was built from."""

@@ -22,7 +22,7 @@ from cigeval.backends.cache import (
     CachedBackend,
     bypass_cached_answers,
     cache_bypassed,
-    noting_cache_keys,
+    noting_answers,
 )
 from cigeval.config import SAMPLING_SETTINGS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
@@ -389,7 +389,7 @@ class Evaluator:
                 provenance=self._provenance(),
             )
         encoded: dict[int, Any] = {}
-        with noting_cache_keys() as answers:
+        with noting_answers() as answers:
             outcomes = await asyncio.gather(
                 *(self._judge_once(sample, images, judge, encoded) for judge in self.judges)
             )
