@@ -117,15 +117,26 @@ def calls_of(server: FakeOpenAIServer, start: int) -> int:
     return len(server.requests) - start
 
 
-def test_a_changed_image_setting_or_answer_is_judged_again(tmp_path: Path) -> None:
+def test_a_changed_image_text_setting_or_answer_is_judged_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     samples = one_sample(tmp_path)
     cache = tmp_path / "cache"
     reply = rule_judge(tools={"*": "Difference"})
     with FakeOpenAIServer(reply) as server:
         judged(server, samples, tmp_path / "1.jsonl", cache)
         start = len(server.requests)
-        judged(server, samples, tmp_path / "2.jsonl", cache)
-        assert calls_of(server, start) == 0  # fully cached: nothing asked
+        with monkeypatch.context() as short_cut_only:
+            no_agent(short_cut_only)
+            assert judged(server, samples, tmp_path / "2.jsonl", cache)["tie"]["status"] == "ok"
+        assert calls_of(server, start) == 0  # replayed by the short cut: nothing asked
+
+        # another instruction: judged again
+        line = json.loads(samples.read_text())
+        edited = write_jsonl(samples.parent / "edited.jsonl", [{**line, "instruction": "paint it"}])
+        start = len(server.requests)
+        judged(server, edited, tmp_path / "2b.jsonl", cache)
+        assert calls_of(server, start) > 0
 
         # the same path, other bytes: judged again, the new image's answers asked
         output = tmp_path / "set" / "output.png"
