@@ -253,3 +253,22 @@ def test_a_rubric_task_or_tool_of_the_users_is_never_replayed(tmp_path: Path) ->
             )
             replay = Evaluator(model, run_config=cache).replay
             assert replay is not None and replay.key(sample, "jpeg75") is None
+
+
+def test_a_replayed_score_holds_its_input_images_when_no_folder_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sample = json.loads(one_sample(tmp_path).read_text())
+    sample = {
+        **sample,
+        "images": {r: str(tmp_path / "set" / f) for r, f in sample["images"].items()},
+    }
+    with FakeOpenAIServer(rule_judge()) as server:
+        run_config = RunConfig(cache_dir=tmp_path / "cache", preflight=False)
+        evaluator = Evaluator(f"openai:judge@{server.base_url}", run_config=run_config)
+        first = evaluator.evaluate(sample)
+        no_agent(monkeypatch)
+        again = evaluator.evaluate(sample)
+    assert again.ok and again.value == first.value
+    assert sorted(again.images) == sorted(first.images) == ["output", "source"]
+    assert again.images["output"].tobytes() == first.images["output"].tobytes()

@@ -364,15 +364,19 @@ class Evaluator:
             self.rubric.validate(sample)
             replay = self.replay
             key = replay.key(sample, self.config.image_encoding) if replay else None
+            replayed = None
             if replay is not None and key is not None and not cache_bypassed():
                 replayed = replay.replayed(key, started)
-                if replayed is not None:
-                    return replayed
+            if replayed is not None and self.image_store is not None:
+                return replayed  # its record says where every image it showed is
             images = load_sample_images(sample)
             if self.config.image_encoding == "jpeg75":
                 # nothing is sent as it was read: hold no file's bytes while the sample waits
                 for image in images.values():
                     release_file_bytes(image)
+            if replayed is not None:  # it holds its input images, as a judged Score does
+                replayed._images.update(images)
+                return replayed
         except Exception as exc:
             message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
             trace = Trace()
