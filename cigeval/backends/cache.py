@@ -44,6 +44,9 @@ CACHE_FORMAT = 2
 _REFRESH: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "cigeval_cache_refresh", default=False
 )
+_NOTED: contextvars.ContextVar[list[tuple[str, ModelResponse]] | None] = contextvars.ContextVar(
+    "cigeval_cache_noted", default=None
+)
 
 
 @contextlib.contextmanager
@@ -56,6 +59,19 @@ def bypass_cached_answers() -> Iterator[None]:
         yield
     finally:
         _REFRESH.reset(token)
+
+
+@contextlib.contextmanager
+def noting_answers() -> Iterator[list[tuple[str, ModelResponse]]]:
+    """Within this block (and the tasks it starts), each request a :class:`CachedBackend`
+    answers (from the cache or not) adds its key and answer to the list yielded: the answers
+    a sample's record was built from."""
+    noted: list[tuple[str, ModelResponse]] = []
+    token = _NOTED.set(noted)
+    try:
+        yield noted
+    finally:
+        _NOTED.reset(token)
 
 
 def cache_bypassed() -> bool:
@@ -266,15 +282,20 @@ class CachedBackend(WrappingBackend[Backend]):
         """Answer from the cache, or ask the wrapped backend and remember its answer."""
         key = self.key(request)
         started = time.perf_counter()
+        noted = _NOTED.get()
         if not _REFRESH.get():
             hit = self.cache.lookup(key)
             if hit is not None:
+                if noted is not None:
+                    noted.append((key, hit))
                 return dataclasses.replace(hit, latency_s=time.perf_counter() - started)
         loop = asyncio.get_running_loop()
         slot = (id(loop), key)
         while (pending := self._in_flight.get(slot)) is not None:
             shared = await asyncio.shield(pending)
             if shared is not None:
+                if noted is not None:
+                    noted.append((key, shared))
                 elapsed = time.perf_counter() - started
                 return dataclasses.replace(shared, latency_s=elapsed, cached=True)
             # The call we waited for was cancelled: make our own (or join a newer one).
@@ -295,6 +316,8 @@ class CachedBackend(WrappingBackend[Backend]):
             if self._in_flight.get(slot) is future:
                 del self._in_flight[slot]
         self.cache.save(key, response)
+        if noted is not None:
+            noted.append((key, response))
         return response
 
     def __repr__(self) -> str:

@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
-from cigeval.backends.cache import bypass_cached_answers
+from cigeval.backends.cache import (
+    CachedBackend,
+    bypass_cached_answers,
+    cache_bypassed,
+    noting_answers,
+)
 from cigeval.backends.policy import widen_calls_in_flight
 from cigeval.config import SAMPLING_SETTINGS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
@@ -30,6 +35,7 @@ from cigeval.evaluation.assemble import (
     usage_of,
 )
 from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
+from cigeval.evaluation.replay import SampleReplay, built_in_judging
 from cigeval.image_store import ImageStore, image_location
 from cigeval.images import EncodedImage, release_file_bytes
 from cigeval.messages import GenerationSettings
@@ -146,6 +152,22 @@ class Evaluator:
         self.image_store = ImageStore(image_dir) if image_dir is not None else None
         use_cache = self.run_config.use_cache and self.run_config.cache_dir is not None
         self.tool_cache = ResponseCache(self.run_config.cache_dir) if use_cache else None  # type: ignore[arg-type]
+        #: Fully cached samples replayed without the agent (:mod:`cigeval.evaluation.replay`);
+        #: None where the short cut does not apply (no cache, an ensemble, batch, a backend
+        #: given without the cache, a rubric or tool of the user's).
+        self.replay = self._sample_replay()
+
+    def _sample_replay(self) -> SampleReplay | None:
+        helpers = [self.scene_graph_backend] if self.scene_graph_backend is not None else []
+        backends = [*self.backends, *helpers]
+        if self.tool_cache is None or len(self.judges) > 1 or self.batch is not None:
+            return None
+        if not built_in_judging(self.rubric, self.config.tools):
+            return None
+        folder = self.tool_cache.directory
+        if not all(isinstance(b, CachedBackend) and b.cache.directory == folder for b in backends):
+            return None
+        return SampleReplay(self.tool_cache, self.fingerprint, self.image_store)
 
     @classmethod
     def from_spec(cls: type[E], spec: JudgeSpec, *, preflight: bool | None = None) -> E:
@@ -341,11 +363,21 @@ class Evaluator:
         try:
             sample = _as_sample(item)
             self.rubric.validate(sample)
+            replay = self.replay
+            key = replay.key(sample, self.config.image_encoding) if replay else None
+            replayed = None
+            if replay is not None and key is not None and not cache_bypassed():
+                replayed = replay.replayed(key, started)
+            if replayed is not None and self.image_store is not None:
+                return replayed  # its record says where every image it showed is
             images = load_sample_images(sample)
             if self.config.image_encoding == "jpeg75":
                 # nothing is sent as it was read: hold no file's bytes while the sample waits
                 for image in images.values():
                     release_file_bytes(image)
+            if replayed is not None:  # it holds its input images, as a judged Score does
+                replayed._images.update(images)
+                return replayed
         except Exception as exc:
             message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
             trace = Trace()
@@ -362,9 +394,10 @@ class Evaluator:
                 provenance=self._provenance(),
             )
         encoded: dict[int, Any] = {}
-        outcomes = await asyncio.gather(
-            *(self._judge_once(sample, images, judge, encoded) for judge in self.judges)
-        )
+        with noting_answers() as answers:
+            outcomes = await asyncio.gather(
+                *(self._judge_once(sample, images, judge, encoded) for judge in self.judges)
+            )
         verdicts = [verdict for verdict, _, _ in outcomes]
         verdict = verdicts[0]
         if len(outcomes) > 1:
@@ -384,7 +417,7 @@ class Evaluator:
         input_images = {r: encoded[id(i)].sha256 for r, i in images.items() if id(i) in encoded}
         image_files = await asyncio.to_thread(self._image_files, encoded.values())
         wall_ms = round((time.perf_counter() - started) * 1000)
-        return assemble_score(
+        score = assemble_score(
             sample_id=sample.id,
             task=sample.task,
             rubric=self.config.rubric,
@@ -409,6 +442,9 @@ class Evaluator:
                 None,
             ),
         )
+        if replay is not None and key is not None:
+            replay.save(key, score, answers, {image.sha256: image for image in encoded.values()})
+        return score
 
     def _image_files(self, encoded: Iterable[EncodedImage]) -> dict[str, str]:
         """sha256 -> where each image shown to the judge can be read back."""

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cigeval._digest import file_sha256
+from cigeval._digest import known_file_sha256
 from cigeval.errors import CigevalError
 from cigeval.sample import Sample, SampleLine, sample_from_dict
 
@@ -23,7 +23,7 @@ UNREADABLE = "unreadable"
 
 def _file_sha256(path: Path) -> str:
     try:
-        return file_sha256(path)
+        return known_file_sha256(path)
     except (OSError, ValueError):  # missing, a folder, a NUL in the name
         return UNREADABLE
 
