@@ -16,6 +16,7 @@ import argparse
 import hashlib
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -203,10 +204,14 @@ print(len(paths))
 """
 
 
-def _wall(command: list[str], env: dict[str, str] | None = None) -> float:
+def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, its child processes included) of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    subprocess.run(command, check=True, env=env, capture_output=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def versus_decoding(args: argparse.Namespace) -> None:
@@ -226,22 +231,27 @@ def versus_decoding(args: argparse.Namespace) -> None:
     env = {**os.environ, "PYTHONPATH": str(root)}
     baseline = [sys.executable, "-c", BASELINE, str(results)]
     report = [sys.executable, "-m", "cigeval", "report", str(results), "-o"]
-    walls: dict[str, list[float]] = {"baseline": [], "cold": [], "warm": []}
+    kinds = {"baseline": baseline, "report": report, "again": report}
+    if args.before:
+        kinds["before"] = report
+    times: dict[str, list[tuple[float, float]]] = {kind: [] for kind in kinds}
     for run in range(args.runs):
-        cache = folder / f"thumbnails-{run}"
-        shutil.rmtree(cache, ignore_errors=True)
-        env["CIGEVAL_CACHE_DIR"] = str(cache)
-        walls["baseline"].append(_wall(baseline, env))
-        walls["cold"].append(_wall([*report, str(folder / "report.html")], env))
-        walls["warm"].append(_wall([*report, str(folder / "report-warm.html")], env))
-        shutil.rmtree(cache, ignore_errors=True)
-        print(f"run {run + 1}: baseline {walls['baseline'][-1]:.2f} s, report (empty cache) "
-              f"{walls['cold'][-1]:.2f} s = {walls['cold'][-1] / walls['baseline'][-1]:.2f}x, "
-              f"report again (cache filled) {walls['warm'][-1]:.2f} s = "
-              f"{walls['warm'][-1] / walls['baseline'][-1]:.2f}x")  # fmt: skip
-    base, cold, warm = (statistics.median(walls[k]) for k in ("baseline", "cold", "warm"))
-    print(f"medians: baseline {base:.2f} s, report {cold:.2f} s ({cold / base:.2f}x), "
-          f"report with the cache filled {warm:.2f} s ({warm / base:.2f}x)")  # fmt: skip
+        env["CIGEVAL_CACHE_DIR"] = str(folder / f"cache-{run}")  # empty: every image decoded
+        for kind, command in kinds.items():
+            out = [str(folder / f"{kind}.html")] if kind != "baseline" else []
+            code = {"PYTHONPATH": str(Path(args.before).resolve())} if kind == "before" else {}
+            times[kind].append(_timed([*command, *out], {**env, **code}))
+        shutil.rmtree(folder / f"cache-{run}")
+        base = times["baseline"][-1][0]
+        print(f"run {run + 1}: " + ", ".join(
+            f"{kind} {wall:.2f} s wall ({wall / base:.2f}x), {cpu:.1f} s CPU"
+            for kind, (wall, cpu) in ((k, v[-1]) for k, v in times.items())))  # fmt: skip
+    medians = {k: [statistics.median(t[i] for t in v) for i in (0, 1)] for k, v in times.items()}
+    base = medians["baseline"][0]
+    print("medians: " + ", ".join(f"{kind} {wall:.2f} s wall ({wall / base:.2f}x), {cpu:.1f} s "
+          "CPU" for kind, (wall, cpu) in medians.items()))  # fmt: skip
+    print("(report: an empty thumbnail cache; again: the same report with the cache filled; "
+          "before: the report of the --before checkout)")  # fmt: skip
     if not args.data:
         shutil.rmtree(folder)
 
@@ -261,6 +271,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="alternated runs of each side")
     parser.add_argument("--format", choices=("png", "jpg"), default="png", help="image files")
     parser.add_argument("--data", help="keep the records and images in this folder (reused)")
+    parser.add_argument("--before", metavar="CHECKOUT", help="with --versus-decoding: also "
+                        "time the report of another checkout of cigeval")  # fmt: skip
     args = parser.parse_args()
     if args.versus_decoding:
         versus_decoding(args)

@@ -81,6 +81,9 @@ def _cache_file(cache: Path, side: int, sha: str) -> Path:
 
 def _read_thumbnail(path: Path, side: int, cache: Path | None) -> str:
     data = path.read_bytes()
+    stored = None if cache is None else _cache_file(cache, side, hashlib.sha256(data).hexdigest())
+    if stored is not None and stored.is_file():
+        return stored.read_text("ascii")
     try:
         opened = Image.open(io.BytesIO(data))
     except UnidentifiedImageError:  # named by its path, as when Pillow opens the path
@@ -89,8 +92,8 @@ def _read_thumbnail(path: Path, side: int, cache: Path | None) -> str:
         image.draft("RGB", (side, side))  # JPEG: decode at a reduced size, much faster
         image.load()
         uri = thumbnail_data_uri(image, side, own=True)
-    if cache is not None:
-        _store_in_cache(_cache_file(cache, side, hashlib.sha256(data).hexdigest()), uri)
+    if stored is not None:
+        _store_in_cache(stored, uri)
     return uri
 
 
@@ -198,11 +201,6 @@ class ImageCatalog:
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(in_memory, others))
-            if self.cache is not None:  # cached thumbnails first: no process for those
-                cached = pool.map(self._cached, [path for _, path in files])
-                found = {sha: uri for (sha, _), uri in zip(files, cached, strict=True) if uri}
-                self.thumbnails.update(found)
-                files = [(sha, path) for sha, path in files if sha not in found]
             use_processes = workers > 1 and len(files) >= PROCESSES_FROM
             if use_processes and self._in_processes(files, workers):
                 files = []
@@ -213,15 +211,6 @@ class ImageCatalog:
         # the order of the page's data: that of the requests, whichever worker finished first
         self.thumbnails = {s: self.thumbnails[s] for s in self._wanted if s in self.thumbnails}
         self.missing.sort(key=lambda m: (m.sample_id, m.role, m.sha256))
-
-    def _cached(self, path: Path) -> str | None:
-        """The cached thumbnail of the file's present bytes, or None."""
-        assert self.cache is not None
-        try:
-            sha = hashlib.sha256(path.read_bytes()).hexdigest()
-            return _cache_file(self.cache, self.side, sha).read_text("ascii")
-        except OSError:
-            return None
 
     def _in_processes(self, files: list[tuple[str, Path]], workers: int) -> bool:
         """Thumbnails of ``files`` made by worker processes; False when they cannot run."""

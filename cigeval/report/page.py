@@ -15,6 +15,7 @@ import datetime
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -349,7 +350,9 @@ def build_report(
                     sha, sample_id=str(record["id"]), role=role, files=files,
                     base_dir=run.base_dir, in_memory=run.images,
                 )  # fmt: skip
-    catalog.resolve(workers)
+    background = ThreadPoolExecutor(1)  # the thumbnails are made while the numbers are computed
+    thumbnails = background.submit(catalog.resolve, workers)
+    background.shutdown(wait=False)
     for run in runs:
         if not run.records:
             problems.append(f"{run.source}: no readable records")
@@ -366,7 +369,7 @@ def build_report(
                 problems.append(
                     f"{run.source}: {problem}; it counts as an error and is left out of every mean"
                 )
-    return Report(
+    report = Report(
         runs=runs,
         leaderboards=[leaderboard(run, n_boot, level, seed) for run in runs],
         humans=[human_agreement(run, n_boot, level, seed) for run in runs],
@@ -379,3 +382,5 @@ def build_report(
         problems=problems,
         compare_html=compare_section(runs, baseline, n_boot, level, seed),
     )
+    thumbnails.result()
+    return report
