@@ -208,7 +208,7 @@ def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds (user + system, its child processes included) of ``command``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run(command, check=True, env=env, capture_output=True)
+    subprocess.run(command, check=True, env=env, capture_output=True, cwd=tempfile.gettempdir())
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime

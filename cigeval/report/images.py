@@ -28,7 +28,7 @@ from PIL import Image, UnidentifiedImageError
 #: Default longest side of a report thumbnail, in pixels.
 THUMBNAIL_SIDE = 192
 #: How thumbnails are made (scaling, formats): part of the cache key, changed with the method.
-THUMBNAIL_METHOD = "m2"
+THUMBNAIL_METHOD = "v2"
 #: From this many image files to decode on, thumbnails are made by worker processes (one
 #: per core); fewer are made by threads, since starting processes would cost more than it saves.
 PROCESSES_FROM = 256
@@ -54,7 +54,8 @@ def thumbnail_data_uri(image: Image.Image, side: int = THUMBNAIL_SIDE, *, own: b
     flat drawings stay sharp), JPEG (quality 75) for photographs. ``own``: the image may be
     scaled in place (it was opened for this), else a copy is."""
     copy = image if own else image.copy()
-    copy.thumbnail((side, side), reducing_gap=1.0)  # a box reduction by whole factors first
+    # a box reduction by whole factors, then a bilinear filter: what is left is under 2x
+    copy.thumbnail((side, side), Image.Resampling.BILINEAR, reducing_gap=1.0)
     if copy.mode not in ("RGB", "L"):
         copy = copy.convert("RGB")
     buffer = io.BytesIO()

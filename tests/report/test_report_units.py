@@ -326,12 +326,17 @@ def test_the_page_is_the_same_with_one_worker_or_several_processes(tmp_path, mon
     records[5]["image_files"] = {}  # one image with no file: listed the same way by both
     monkeypatch.setattr(images, "PROCESSES_FROM", 2)
     monkeypatch.setattr(images, "_BATCH", 3)
+    ran: list[bool] = []
+    in_processes = images.ImageCatalog._in_processes
+    watched = lambda self, *args: ran.append(in_processes(self, *args)) or ran[-1]  # noqa: E731
+    monkeypatch.setattr(images.ImageCatalog, "_in_processes", watched)
     stamp = re.compile(r"written \d{4}-\d\d-\d\d \d\d:\d\d UTC")
     pages = []
     for workers in (1, 3):
         report = build_report(records, n_boot=20, workers=workers, thumbnail_cache=False)
         assert len(report.catalog.thumbnails) == 11 and len(report.catalog.missing) == 1
         pages.append(stamp.sub("", report.to_html()))
+    assert ran == [True]  # the second page's thumbnails came from 3 worker processes
     assert pages[0] == pages[1]
 
 
