@@ -12,6 +12,7 @@ now and the thumbnail settings, so a second report of the same images decodes no
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import multiprocessing
@@ -76,13 +77,10 @@ def default_thumbnail_cache() -> Path:
     return default_cache_dir() / "thumbnails"
 
 
-def _cache_file(cache: Path, side: int, sha: str) -> Path:
-    return cache / f"{side}px-{THUMBNAIL_METHOD}" / sha[:2] / sha
-
-
 def _read_thumbnail(path: Path, side: int, cache: Path | None) -> str:
+    """``cache``: the folder of this ``side``'s cached thumbnails, named by their file's sha256."""
     data = path.read_bytes()
-    stored = None if cache is None else _cache_file(cache, side, hashlib.sha256(data).hexdigest())
+    stored = None if cache is None else cache / hashlib.sha256(data).hexdigest()
     if stored is not None and stored.is_file():
         return stored.read_text("ascii")
     try:
@@ -101,7 +99,6 @@ def _read_thumbnail(path: Path, side: int, cache: Path | None) -> str:
 def _store_in_cache(stored: Path, uri: str) -> None:
     temporary = stored.with_name(f"{stored.name}.{os.getpid()}.tmp")
     try:
-        stored.parent.mkdir(parents=True, exist_ok=True)
         temporary.write_text(uri, "ascii")
         os.replace(temporary, stored)  # whole or absent, whatever reports run at once
     except OSError:
@@ -130,12 +127,13 @@ class ImageCatalog:
 
     ``request`` notes an image a card shows; :meth:`resolve` reads every requested image once.
     Relative paths are tried against the results file's folder. ``cache``: the folder of
-    cached thumbnails of files (None: no cache).
+    cached thumbnails of files (None: no cache); those of one size and :data:`THUMBNAIL_METHOD`
+    are in a folder of their own.
     """
 
     def __init__(self, side: int = THUMBNAIL_SIDE, cache: Path | None = None) -> None:
         self.side = side
-        self.cache = cache
+        self.cache = None if cache is None else cache / f"{side}px-{THUMBNAIL_METHOD}"
         self.thumbnails: dict[str, str] = {}
         self.missing: list[MissingImage] = []
         self._wanted: dict[str, tuple[Path | None, Any, list[tuple[str, str]]]] = {}
@@ -172,6 +170,9 @@ class ImageCatalog:
         started). The outcome and its order are the same whatever the number of workers.
         """
         workers = max(1, workers or min(os.cpu_count() or 1, 8))
+        if self.cache is not None:
+            with contextlib.suppress(OSError):  # else nothing is stored: it only costs time
+                self.cache.mkdir(parents=True, exist_ok=True)
         files: list[tuple[str, Path]] = []
         others: list[tuple[str, Any, str | None]] = []  # (sha, image, why not shown)
         for sha, (path, image, _) in self._wanted.items():
