@@ -8,6 +8,11 @@ tasks, realistic lengths of reasoning and tool text), builds the report with
 ``cigeval.report.write_report``, and prints the build time, the page size in MB and, when
 ``/usr/bin/chromium`` and playwright are installed, the time headless Chromium takes to load
 the page from file:// until the first page of cards is shown, then to filter and to page.
+
+    python benchmarks/report.py --versus-decoding --samples 2000 --side 512 [--format jpg]
+
+times the ``cigeval report`` CLI (whole process) against reading the same records with json
+and decoding each image once (issue 33), alternated ``--runs`` times: wall and CPU, medians.
 """
 
 from __future__ import annotations
