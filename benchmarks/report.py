@@ -8,14 +8,23 @@ tasks, realistic lengths of reasoning and tool text), builds the report with
 ``cigeval.report.write_report``, and prints the build time, the page size in MB and, when
 ``/usr/bin/chromium`` and playwright are installed, the time headless Chromium takes to load
 the page from file:// until the first page of cards is shown, then to filter and to page.
+
+    python benchmarks/report.py --versus-decoding --samples 2000 --side 512 [--format jpg]
+
+times the ``cigeval report`` CLI (whole process) against reading the same records with json
+and decoding each image once (issue 33), alternated ``--runs`` times: wall and CPU, medians.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
+import os
 import random
+import resource
+import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +35,8 @@ from PIL import Image, ImageDraw, ImageFilter
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cigeval.report import write_report
+from cigeval.results import ResultsWriter
+from cigeval.score import Score
 from cigeval.tasks import get_task, task_names
 from cigeval.testing.browser import CHROMIUM, CHROMIUM_ARGS
 
@@ -59,7 +70,11 @@ def picture(path: Path, seed: int, side: int) -> str:
         x, y = rng.randrange(side), rng.randrange(side)
         colour = tuple(rng.randrange(256) for _ in range(3))
         draw.ellipse((x, y, x + side // 3, y + side // 4), fill=colour)
-    image.filter(ImageFilter.GaussianBlur(1.5)).save(path, compress_level=1)
+    image = image.filter(ImageFilter.GaussianBlur(1.5))
+    if path.suffix == ".png":
+        image.save(path, compress_level=1)
+    else:
+        image.save(path, quality=90)
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -67,14 +82,18 @@ def sentence(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words))
 
 
-def write_results(folder: Path, samples: int, generators: int, judge: int, side: int) -> Path:
-    """One results file of ``samples`` records (judge number ``judge``)."""
+def write_results(
+    folder: Path, samples: int, generators: int, judge: int, side: int, suffix: str = ".png"
+) -> Path:
+    """One results file of ``samples`` records (judge number ``judge``), written by cigeval's
+    own :class:`~cigeval.results.ResultsWriter`; the images are ``suffix`` files."""
     rng = random.Random(judge)
     tasks = task_names()[:7]
     images = folder / "images"
     images.mkdir(exist_ok=True)
     path = folder / f"judge{judge}.jsonl"
-    with path.open("w") as handle:
+    writer = ResultsWriter(path, resume=False)
+    try:
         for n in range(samples):
             prompt_id, generator = divmod(n, generators)
             task = tasks[prompt_id % len(tasks)]
@@ -84,7 +103,8 @@ def write_results(folder: Path, samples: int, generators: int, judge: int, side:
             for role in spec.image_roles:
                 if role == "subjects":
                     role = "subject_1"
-                name = f"{role}-{n}.png" if role == "output" else f"{role}-p{prompt_id}.png"
+                name = f"{role}-{n}" if role == "output" else f"{role}-p{prompt_id}"
+                name += suffix
                 seed = n if role == "output" else prompt_id * 31 + len(role)
                 target = images / name
                 if target.exists():
@@ -135,7 +155,9 @@ def write_results(folder: Path, samples: int, generators: int, judge: int, side:
             }
             if not ok:
                 record["error"] = "ParseError: no score after 2 re-asks"
-            handle.write(json.dumps(record) + "\n")
+            writer.write(Score.from_record(record))
+    finally:
+        writer.close()
     return path
 
 
@@ -172,13 +194,94 @@ def load_in_chromium(page_path: Path) -> None:
           f"sort by score {sorted_ms:.0f} ms, next page {paged:.0f} ms")  # fmt: skip
 
 
+#: The baseline of issue 33: read the records with json, decode each image they name once.
+BASELINE = """
+import json, sys
+from PIL import Image
+paths = {}
+with open(sys.argv[1], encoding="utf-8") as handle:
+    for line in handle:
+        paths.update(json.loads(line).get("image_files") or {})
+for path in paths.values():
+    with Image.open(path) as image:
+        image.convert("RGB")
+print(len(paths))
+"""
+
+
+def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, its child processes included) of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, check=True, env=env, capture_output=True, cwd=tempfile.gettempdir())
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def versus_decoding(args: argparse.Namespace) -> None:
+    """``cigeval report`` (the CLI in a subprocess, start-up included) against the baseline
+    (json + one Pillow decode per image, in a subprocess too), alternated, medians."""
+    folder = Path(args.data or tempfile.mkdtemp(prefix="cigeval-report-bench-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    results = folder / "judge1.jsonl"
+    if not results.exists():
+        started = time.perf_counter()
+        write_results(folder, args.samples, args.generators, 1, args.side, f".{args.format}")
+        print(f"records and images written in {time.perf_counter() - started:.1f} s")
+    images = len(list((folder / "images").iterdir()))
+    print(f"{args.samples} records ({results.stat().st_size / 1e6:.1f} MB), {images} distinct "
+          f"{args.side}x{args.side} {args.format} images in {folder}")  # fmt: skip
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    baseline = [sys.executable, "-c", BASELINE, str(results)]
+    report = [sys.executable, "-m", "cigeval", "report", str(results), "-o"]
+    kinds = {"baseline": baseline, "report": report, "again": report}
+    if args.before:
+        kinds["before"] = report
+    times: dict[str, list[tuple[float, float]]] = {kind: [] for kind in kinds}
+    for run in range(args.runs):
+        env["CIGEVAL_CACHE_DIR"] = str(folder / f"cache-{run}")  # empty: every image decoded
+        for kind, command in kinds.items():
+            out = [str(folder / f"{kind}.html")] if kind != "baseline" else []
+            code = {"PYTHONPATH": str(Path(args.before).resolve())} if kind == "before" else {}
+            times[kind].append(_timed([*command, *out], {**env, **code}))
+        shutil.rmtree(folder / f"cache-{run}")
+        base = times["baseline"][-1][0]
+        print(f"run {run + 1}: " + ", ".join(
+            f"{kind} {wall:.2f} s wall ({wall / base:.2f}x), {cpu:.1f} s CPU"
+            for kind, (wall, cpu) in ((k, v[-1]) for k, v in times.items())))  # fmt: skip
+    medians = {k: [statistics.median(t[i] for t in v) for i in (0, 1)] for k, v in times.items()}
+    base = medians["baseline"][0]
+    print("medians: " + ", ".join(f"{kind} {wall:.2f} s wall ({wall / base:.2f}x), {cpu:.1f} s "
+          "CPU" for kind, (wall, cpu) in medians.items()))  # fmt: skip
+    print("(report: an empty thumbnail cache; again: the same report with the cache filled; "
+          "before: the report of the --before checkout)")  # fmt: skip
+    if not args.data:
+        shutil.rmtree(folder)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--generators", type=int, default=8)
     parser.add_argument("--judges", type=int, default=1)
     parser.add_argument("--side", type=int, default=256, help="side of the synthetic images")
+    parser.add_argument(
+        "--versus-decoding",
+        action="store_true",
+        help="time the `cigeval report` CLI against reading the records with json and "
+        "decoding each image once (issue 33); use with --samples 2000 --side 512",
+    )
+    parser.add_argument("--runs", type=int, default=3, help="alternated runs of each side")
+    parser.add_argument("--format", choices=("png", "jpg"), default="png", help="image files")
+    parser.add_argument("--data", help="keep the records and images in this folder (reused)")
+    parser.add_argument("--before", metavar="CHECKOUT", help="with --versus-decoding: also "
+                        "time the report of another checkout of cigeval")  # fmt: skip
     args = parser.parse_args()
+    if args.versus_decoding:
+        versus_decoding(args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         started = time.perf_counter()

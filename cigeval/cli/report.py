@@ -31,6 +31,13 @@ def configure_report_parser(p: argparse.ArgumentParser) -> None:
         metavar="PX",
         help="longest side of the embedded thumbnails (default: %(default)s)",
     )
+    p.add_argument(
+        "--no-thumbnail-cache",
+        dest="thumbnail_cache",
+        action="store_false",
+        help="make every thumbnail anew, without reading or filling the thumbnail cache "
+        "($CIGEVAL_CACHE_DIR/thumbnails; see docs/report.md)",
+    )
     p.add_argument("--title", default="cigeval report", help="the page's title")
     p.add_argument(
         "--baseline",
@@ -62,6 +69,7 @@ def run_report(args: argparse.Namespace) -> int:
         thumbnail_side=args.thumbnail_size,
         title=args.title,
         baseline=args.baseline,
+        thumbnail_cache=args.thumbnail_cache,
     )
     path = report.write(args.out)
     samples = len({str(r["id"]) for run in report.runs for r in run.records})

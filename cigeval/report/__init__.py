@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cigeval.report.page import Report, build_report, json_for_script
-from cigeval.results.run import Run, load_run, run_from_scores
-from cigeval.stats import bootstrap_mean_interval
+from cigeval._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from cigeval.report.page import Report, build_report, json_for_script
+    from cigeval.results.run import Run, load_run, run_from_scores
+    from cigeval.stats import bootstrap_mean_interval
 
 
 def _as_records(scores: Any) -> list[Any]:
@@ -36,11 +39,15 @@ def report_html(scores: Any, *, max_cards: int = 20, **options: Any) -> str:
     ``IPython.display.HTML(cigeval.report_html(scores))``; :func:`write_report` writes the
     whole interactive page.
     """
+    from cigeval.report.page import build_report
+
     return build_report(_as_records(scores), **options).fragment(max_cards)
 
 
 def write_report(sources: Iterable[Any] | Any, out: str | Path, **options: Any) -> Report:
     """Write the interactive report of results files, Scores or a DataFrame to ``out``."""
+    from cigeval.report.page import build_report
+
     if isinstance(sources, str | Path):
         sources = [sources]
     report = build_report(_as_records(sources), **options)
@@ -59,3 +66,14 @@ __all__ = [
     "run_from_scores",
     "write_report",
 ]
+
+# Loaded on first use: a worker process making thumbnails imports report.images alone.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("Report", "build_report", "json_for_script"), ".page"),
+        **dict.fromkeys(("Run", "load_run", "run_from_scores"), "cigeval.results.run"),
+        "bootstrap_mean_interval": "cigeval.stats",
+    },
+    __all__,
+)

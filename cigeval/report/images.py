@@ -4,11 +4,16 @@ Records name their images by hash (``input_images``, ``tool_image_ids``) and say
 can be read (``image_files``: sha256 -> path). A report embeds one small JPEG or PNG per
 distinct hash as a data URI, whatever number of samples show it. An image that cannot be
 found or read is listed (sample, role, why) and shown as missing, never an error.
+
+Thumbnails of files are kept in a cache folder keyed by the sha256 of the file's bytes as read
+now and the thumbnail settings, so a second report of the same images decodes none of them.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import hashlib
 import io
 import multiprocessing
 import os
@@ -19,16 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 #: Default longest side of a report thumbnail, in pixels.
 THUMBNAIL_SIDE = 192
-#: From this many image files on, thumbnails are made by worker processes, one per core
-#: (decoding, scaling and encoding hold the GIL part of the time); fewer are made by threads,
-#: since starting the processes would cost more than it saves.
+#: How thumbnails are made (scaling, formats): part of the cache key, changed with the method.
+THUMBNAIL_METHOD = "v2"
+#: From this many image files to decode on, thumbnails are made by worker processes (one
+#: per core); fewer are made by threads, since starting processes would cost more than it saves.
 PROCESSES_FROM = 256
-#: Image files per task sent to a worker process.
-_BATCH = 64
+#: Image files per task sent to a worker process (small, so the workers end together).
+_BATCH = 16
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,8 @@ def thumbnail_data_uri(image: Image.Image, side: int = THUMBNAIL_SIDE, *, own: b
     flat drawings stay sharp), JPEG (quality 75) for photographs. ``own``: the image may be
     scaled in place (it was opened for this), else a copy is."""
     copy = image if own else image.copy()
-    copy.thumbnail((side, side))
+    # a box reduction by whole factors, then a bilinear filter: what is left is under 2x
+    copy.thumbnail((side, side), Image.Resampling.BILINEAR, reducing_gap=1.0)
     if copy.mode not in ("RGB", "L"):
         copy = copy.convert("RGB")
     buffer = io.BytesIO()
@@ -62,19 +69,50 @@ def thumbnail_data_uri(image: Image.Image, side: int = THUMBNAIL_SIDE, *, own: b
     return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
 
 
-def _read_thumbnail(path: Path, side: int) -> str:
-    with Image.open(path) as image:
+def default_thumbnail_cache() -> Path:
+    """Where thumbnails are cached unless told otherwise: ``thumbnails/`` in cigeval's cache
+    folder (``$CIGEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/cigeval``)."""
+    from cigeval.config import default_cache_dir
+
+    return default_cache_dir() / "thumbnails"
+
+
+def _read_thumbnail(path: Path, side: int, cache: Path | None) -> str:
+    """``cache``: the folder of this ``side``'s cached thumbnails, named by their file's sha256."""
+    data = path.read_bytes()
+    stored = None if cache is None else cache / hashlib.sha256(data).hexdigest()
+    if stored is not None and stored.is_file():
+        return stored.read_text("ascii")
+    try:
+        opened = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:  # named by its path, as when Pillow opens the path
+        raise UnidentifiedImageError(f"cannot identify image file {str(path)!r}") from None
+    with opened as image:
         image.draft("RGB", (side, side))  # JPEG: decode at a reduced size, much faster
         image.load()
-        return thumbnail_data_uri(image, side, own=True)
+        uri = thumbnail_data_uri(image, side, own=True)
+    if stored is not None:
+        _store_in_cache(stored, uri)
+    return uri
 
 
-def _read_thumbnails(paths: list[Path], side: int) -> list[tuple[str, str | None]]:
+def _store_in_cache(stored: Path, uri: str) -> None:
+    temporary = stored.with_name(f"{stored.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(uri, "ascii")
+        os.replace(temporary, stored)  # whole or absent, whatever reports run at once
+    except OSError:
+        pass  # a cache that cannot be written only costs time: the thumbnail is made anyway
+
+
+def _read_thumbnails(
+    paths: list[Path], side: int, cache: Path | None
+) -> list[tuple[str, str | None]]:
     """(data URI, None) or ("", why it cannot be read) for each file: a worker's task."""
     made: list[tuple[str, str | None]] = []
     for path in paths:
         try:
-            made.append((_read_thumbnail(path, side), None))
+            made.append((_read_thumbnail(path, side, cache), None))
         except Exception as exc:  # any unreadable image is listed, never fatal
             made.append(("", _unreadable(exc)))
     return made
@@ -87,13 +125,15 @@ def _unreadable(exc: Exception) -> str:
 class ImageCatalog:
     """The thumbnails of a report by sha256, and the images that could not be shown.
 
-    ``request`` notes an image a card shows; :meth:`resolve` reads every requested image once
-    (a few threads: Pillow decodes without the GIL). Relative paths are tried against the
-    results file's folder.
+    ``request`` notes an image a card shows; :meth:`resolve` reads every requested image once.
+    Relative paths are tried against the results file's folder. ``cache``: the folder of
+    cached thumbnails of files (None: no cache); those of one size and :data:`THUMBNAIL_METHOD`
+    are in a folder of their own.
     """
 
-    def __init__(self, side: int = THUMBNAIL_SIDE) -> None:
+    def __init__(self, side: int = THUMBNAIL_SIDE, cache: Path | None = None) -> None:
         self.side = side
+        self.cache = None if cache is None else cache / f"{side}px-{THUMBNAIL_METHOD}"
         self.thumbnails: dict[str, str] = {}
         self.missing: list[MissingImage] = []
         self._wanted: dict[str, tuple[Path | None, Any, list[tuple[str, str]]]] = {}
@@ -122,13 +162,17 @@ class ImageCatalog:
                 self._wanted[sha256] = entry
         entry[2].append((sample_id, role))
 
-    def resolve(self, threads: int = 4) -> None:
+    def resolve(self, workers: int | None = None) -> None:
         """Make the thumbnail of every requested image; list those that cannot be shown.
 
-        Images given in memory and a few files are done by ``threads`` threads; from
-        :data:`PROCESSES_FROM` files on, by one worker process per core (threads again if
-        processes cannot be started).
+        ``workers`` (default: one per core, at most 8) threads make them, or as many worker
+        processes from :data:`PROCESSES_FROM` files on (threads again if processes cannot be
+        started). The outcome and its order are the same whatever the number of workers.
         """
+        workers = max(1, workers or min(os.cpu_count() or 1, 8))
+        if self.cache is not None:
+            with contextlib.suppress(OSError):  # else nothing is stored: it only costs time
+                self.cache.mkdir(parents=True, exist_ok=True)
         files: list[tuple[str, Path]] = []
         others: list[tuple[str, Any, str | None]] = []  # (sha, image, why not shown)
         for sha, (path, image, _) in self._wanted.items():
@@ -154,30 +198,31 @@ class ImageCatalog:
             self._missing(sha, reason or "")
 
         def from_files(batch: list[tuple[str, Path]]) -> None:
-            made = _read_thumbnails([path for _, path in batch], self.side)
+            made = _read_thumbnails([path for _, path in batch], self.side, self.cache)
             self._store(batch, made)
 
-        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(in_memory, others))
-            use_processes = (os.cpu_count() or 1) > 1 and len(files) >= PROCESSES_FROM
-            if use_processes and self._in_processes(files):
+            use_processes = workers > 1 and len(files) >= PROCESSES_FROM
+            if use_processes and self._in_processes(files, workers):
                 files = []
             elif use_processes:  # processes could not run: threads make what is left
                 done = {m.sha256 for m in self.missing} | set(self.thumbnails)
                 files = [(sha, path) for sha, path in files if sha not in done]
-            batches = [files[i : i + _BATCH // 8] for i in range(0, len(files), _BATCH // 8)]
-            list(pool.map(from_files, batches))
-        self.missing.sort(key=lambda m: (m.sample_id, m.role))
+            list(pool.map(from_files, _batches(files, 2)))
+        # the order of the page's data: that of the requests, whichever worker finished first
+        self.thumbnails = {s: self.thumbnails[s] for s in self._wanted if s in self.thumbnails}
+        self.missing.sort(key=lambda m: (m.sample_id, m.role, m.sha256))
 
-    def _in_processes(self, files: list[tuple[str, Path]]) -> bool:
+    def _in_processes(self, files: list[tuple[str, Path]], workers: int) -> bool:
         """Thumbnails of ``files`` made by worker processes; False when they cannot run."""
-        batches = [files[i : i + _BATCH] for i in range(0, len(files), _BATCH)]
-        workers = min(os.cpu_count() or 1, 8)
+        batches = _batches(files, _BATCH)
         try:
             context = multiprocessing.get_context("spawn")  # no fork of a threaded process
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
                 jobs = [[path for _, path in batch] for batch in batches]
-                results = pool.map(_read_thumbnails, jobs, [self.side] * len(jobs))
+                n = len(jobs)
+                results = pool.map(_read_thumbnails, jobs, [self.side] * n, [self.cache] * n)
                 for batch, made in zip(batches, results, strict=True):
                     self._store(batch, made)
         except (OSError, BrokenProcessPool):
@@ -198,6 +243,10 @@ class ImageCatalog:
     def total_bytes(self) -> int:
         """Characters of all thumbnails' data URIs (their share of the page)."""
         return sum(len(uri) for uri in self.thumbnails.values())
+
+
+def _batches(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _locate(location: Any, base_dir: Path | None) -> Path | None:

@@ -15,6 +15,7 @@ import datetime
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -28,7 +29,12 @@ from cigeval.report import plots
 from cigeval.report.cards import CSS as CARD_CSS
 from cigeval.report.cards import Figure, ImageTag, sample_card
 from cigeval.report.compare import compare_section
-from cigeval.report.images import THUMBNAIL_SIDE, ImageCatalog, requested_hashes
+from cigeval.report.images import (
+    THUMBNAIL_SIDE,
+    ImageCatalog,
+    default_thumbnail_cache,
+    requested_hashes,
+)
 from cigeval.report.provenance import provenance_summary
 from cigeval.report.render import macro
 from cigeval.report.stats import (
@@ -293,8 +299,9 @@ def build_report(
     seed: int = 0,
     thumbnail_side: int = THUMBNAIL_SIDE,
     title: str = "cigeval report",
-    threads: int = 4,
+    workers: int | None = None,
     baseline: str | None = None,
+    thumbnail_cache: str | Path | bool = True,
 ) -> Report:
     """A :class:`Report` of one or more runs: results files (paths), :class:`Run` objects, or
     one list of Scores/records. Several runs (one per judge) are matched by sample id.
@@ -302,6 +309,9 @@ def build_report(
     ``n_boot`` resamples for the bootstrap intervals at confidence ``level`` (seeded by
     ``seed``: the same inputs give the same page numbers). ``baseline``: the generator the
     Compare section pairs the others with (default: the first generator in the records).
+    ``workers``: processes (or threads) making thumbnails, default one per core.
+    ``thumbnail_cache``: the folder of cached thumbnails, True for
+    :func:`~cigeval.report.images.default_thumbnail_cache`, False for none.
     """
     items = list(sources)
     if items and all(isinstance(i, Score | dict) for i in items):
@@ -329,7 +339,9 @@ def build_report(
         run.label = label
     if not 0 < level < 1:
         raise ValueError(f"confidence level must be between 0 and 1, got {level}")
-    catalog = ImageCatalog(thumbnail_side)
+    if thumbnail_cache is True:
+        thumbnail_cache = default_thumbnail_cache()
+    catalog = ImageCatalog(thumbnail_side, Path(thumbnail_cache) if thumbnail_cache else None)
     for run in runs:
         for record in run.records:
             files = record.get("image_files") or {}
@@ -338,7 +350,9 @@ def build_report(
                     sha, sample_id=str(record["id"]), role=role, files=files,
                     base_dir=run.base_dir, in_memory=run.images,
                 )  # fmt: skip
-    catalog.resolve(threads)
+    background = ThreadPoolExecutor(1)  # the thumbnails are made while the numbers are computed
+    thumbnails = background.submit(catalog.resolve, workers)
+    background.shutdown(wait=False)
     for run in runs:
         if not run.records:
             problems.append(f"{run.source}: no readable records")
@@ -355,7 +369,7 @@ def build_report(
                 problems.append(
                     f"{run.source}: {problem}; it counts as an error and is left out of every mean"
                 )
-    return Report(
+    report = Report(
         runs=runs,
         leaderboards=[leaderboard(run, n_boot, level, seed) for run in runs],
         humans=[human_agreement(run, n_boot, level, seed) for run in runs],
@@ -368,3 +382,5 @@ def build_report(
         problems=problems,
         compare_html=compare_section(runs, baseline, n_boot, level, seed),
     )
+    thumbnails.result()
+    return report

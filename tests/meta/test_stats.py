@@ -67,6 +67,19 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_estimate() -> None:
     assert low < narrow[0] < narrow[1] < high
 
 
+def test_spearman_bootstrap_ranks_resamples_as_average_ranks_does() -> None:
+    from cigeval.stats import _resampled_ranks, average_ranks, bootstrap_indices
+
+    rng = np.random.default_rng(4)
+    x = rng.choice([0.0, 0.25, 0.5, 1.0], size=70)  # many ties, as human ratings have
+    y = np.clip(np.round(x * 10 + rng.normal(0, 2, size=70)), 0, 10)
+    idx = bootstrap_indices(70, 300, np.random.default_rng(5))
+    assert np.array_equal(_resampled_ranks(x, idx), average_ranks(x[idx]))
+    general = rowwise_correlation(x[idx], y[idx])
+    tail = np.quantile(general[np.isfinite(general)], [0.025, 0.975])
+    assert bootstrap_ci(x, y, n_boot=300, seed=5) == (float(tail[0]), float(tail[1]))
+
+
 def test_bootstrap_ci_of_undefined_correlation_is_nan() -> None:
     low, high = bootstrap_ci(np.arange(5.0), np.ones(5))
     assert math.isnan(low) and math.isnan(high)

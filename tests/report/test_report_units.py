@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import re
 
 import pytest
 from PIL import Image
 
 import cigeval
+from cigeval.cli import main
 from cigeval.report import bootstrap_mean_interval, build_report, report_html
 from cigeval.report.cards import image_order
 from cigeval.report.stats import human_agreement, judge_agreement, leaderboard
@@ -250,8 +253,8 @@ def test_thumbnails_from_worker_processes_equal_the_threads_ones(tmp_path, monke
     ran: list[bool] = []
     in_processes = images.ImageCatalog._in_processes
 
-    def watched(self, batch):
-        ran.append(in_processes(self, batch))
+    def watched(self, batch, workers):
+        ran.append(in_processes(self, batch, workers))
         return ran[-1]
 
     monkeypatch.setattr(images.ImageCatalog, "_in_processes", watched)
@@ -265,6 +268,76 @@ def test_thumbnails_from_worker_processes_equal_the_threads_ones(tmp_path, monke
         ("f" * 64, "cannot be read"),
     ]
     assert [str(m) for m in processes.missing] == [str(m) for m in threads.missing]
+
+
+def _photo(path, seed):
+    Image.effect_noise((90, 70), 30 + seed).convert("RGB").save(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _photo_records(folder, count):
+    out = []
+    for n in range(count):
+        sha = _photo(folder / f"out{n}.png", n)
+        rec = record(f"s{n}", "AB"[n % 2], 0.1 * (n % 10), input_images={"output": sha})
+        out.append({**rec, "image_files": {sha: str(folder / f"out{n}.png")}})
+    return out
+
+
+def _files(folder):
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def test_thumbnail_cache_hit_changed_image_and_off(tmp_path, monkeypatch):
+    import cigeval.report.images as images
+
+    records = _photo_records(tmp_path, 3)
+    cache = tmp_path / "cache"
+    decoded: list[object] = []
+    opened = images.Image.open
+    monkeypatch.setattr(images.Image, "open", lambda f: decoded.append(f) or opened(f))
+
+    first = build_report(records, n_boot=10, thumbnail_cache=cache).catalog.thumbnails
+    assert len(decoded) == 3 and len(_files(cache)) == 3
+    again = build_report(records, n_boot=10, thumbnail_cache=cache).catalog.thumbnails
+    assert len(decoded) == 3 and again == first  # every one from the cache
+    # a file changed since the run (the record's sha256 is now stale): made anew, from it
+    _photo(tmp_path / "out1.png", 99)
+    changed = build_report(records, n_boot=10, thumbnail_cache=cache).catalog.thumbnails
+    assert len(decoded) == 4 and len(_files(cache)) == 4
+    assert [changed[sha] == first[sha] for sha in first] == [True, False, True]
+    off = build_report(records, n_boot=10, thumbnail_cache=False).catalog.thumbnails
+    assert len(decoded) == 7 and off == changed and len(_files(cache)) == 4
+    # the CLI: on by default in $CIGEVAL_CACHE_DIR/thumbnails, off with --no-thumbnail-cache
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    monkeypatch.setenv("CIGEVAL_CACHE_DIR", str(tmp_path / "user-cache"))
+    argv = ["report", str(results), "-o", str(tmp_path / "r.html"), "--bootstrap", "10"]
+    assert main([*argv, "--no-thumbnail-cache"]) == 0
+    assert len(decoded) == 10 and not (tmp_path / "user-cache").exists()
+    assert main(argv) == 0
+    assert len(decoded) == 13 and len(_files(tmp_path / "user-cache" / "thumbnails")) == 3
+
+
+def test_the_page_is_the_same_with_one_worker_or_several_processes(tmp_path, monkeypatch):
+    import cigeval.report.images as images
+
+    records = _photo_records(tmp_path, 12)
+    records[5]["image_files"] = {}  # one image with no file: listed the same way by both
+    monkeypatch.setattr(images, "PROCESSES_FROM", 2)
+    monkeypatch.setattr(images, "_BATCH", 3)
+    ran: list[bool] = []
+    in_processes = images.ImageCatalog._in_processes
+    watched = lambda self, *args: ran.append(in_processes(self, *args)) or ran[-1]  # noqa: E731
+    monkeypatch.setattr(images.ImageCatalog, "_in_processes", watched)
+    stamp = re.compile(r"written \d{4}-\d\d-\d\d \d\d:\d\d UTC")
+    pages = []
+    for workers in (1, 3):
+        report = build_report(records, n_boot=20, workers=workers, thumbnail_cache=False)
+        assert len(report.catalog.thumbnails) == 11 and len(report.catalog.missing) == 1
+        pages.append(stamp.sub("", report.to_html()))
+    assert ran == [True]  # the second page's thumbnails came from 3 worker processes
+    assert pages[0] == pages[1]
 
 
 def _bars(svg: str) -> int:
