@@ -23,6 +23,7 @@ from cigeval import Evaluator, Sample, ScriptedBackend
 from cigeval.agent.rubric import CigevalRubric
 from cigeval.backends.cache import ResponseCache
 from cigeval.config import RunConfig
+from cigeval.evaluation import replay as replay_module
 from cigeval.evaluation.replay import SampleReplay
 from cigeval.results import read_records
 from cigeval.rubrics.custom import define_rubric
@@ -179,6 +180,22 @@ def test_a_changed_image_text_setting_or_answer_is_judged_again(
         scores = judged(server, samples, tmp_path / "7.jsonl", fresh)["tie"]["sub_scores"]
         assert calls_of(server, start) == 0
         assert sorted(s["score"] for s in scores) == [3.0, 7.0]
+
+
+def test_an_edited_checkout_replays_nothing_stored_before_the_edit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    samples = one_sample(tmp_path)
+    cache = tmp_path / "cache"
+    with FakeOpenAIServer(rule_judge(tools={"*": "Difference"})) as server:
+        judged(server, samples, tmp_path / "1.jsonl", cache)
+        # cigeval's files changed, its version not: the stored record is not used, so the
+        # agent runs (and, switched off here, ends the sample in error)
+        monkeypatch.setattr(replay_module, "source_digest", lambda: "an edited checkout")
+        no_agent(monkeypatch)
+        again = judged(server, samples, tmp_path / "2.jsonl", cache)["tie"]
+    assert again["status"] == "error"
+    assert "the agent ran" in again["error"]
 
 
 def test_a_fully_cached_cli_rerun_imports_neither_langgraph_nor_openai(tmp_path: Path) -> None:

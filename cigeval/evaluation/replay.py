@@ -2,7 +2,8 @@
 
 When a sample is judged with the response cache in use, its record is stored in the same
 cache under a sample key: the settings fingerprint (judges, rubric, method, prompts, encoding,
-cigeval's version), the image encoder's version and the sample itself, each image file by
+cigeval's version), a digest of cigeval's own files, the image encoder's version and the
+sample itself, each image file by
 path and sha256. The entry lists the cache key of every request the sample made and a digest
 of each answer. A later sample with the same key whose listed answers are all still cached,
 unchanged, gets that record back as a replay of those answers would write it (every call
@@ -62,6 +63,7 @@ class SampleReplay:
             "format": REPLAY_FORMAT,
             "fingerprint": self.fingerprint,
             "encoder": _encoder_version() if encoding == "jpeg75" else None,
+            "code": source_digest(),
             "sample": sample.model_dump(mode="json", exclude={"images", "candidates"}),
             "images": images,
             "candidates": candidates,
@@ -150,8 +152,8 @@ class SampleReplay:
 
 def built_in_judging(rubric: object, tools: Iterable[str] | None) -> bool:
     """Whether ``rubric`` and the ``tools`` it may use are cigeval's own, whose requests are
-    covered by cigeval's version in the sample key (a user's rubric or tool is code that may
-    change what is asked without changing any setting)."""
+    covered by the digest of cigeval's files in the sample key (a user's rubric or tool is
+    code that may change what is asked without changing any setting)."""
     if not _built_in(rubric, BUILTIN_RUBRICS.get(getattr(rubric, "name", ""))):
         return False
     shipped = {**BUILTIN_TOOLS, **ON_REQUEST_TOOLS}
@@ -200,6 +202,20 @@ def _hashed(images: dict[str, Any], base_dir: Path | None) -> dict[str, Any]:
         return [str(path), known_file_sha256(path)]
 
     return {role: one(value) for role, value in images.items()}
+
+
+@cache
+def source_digest() -> str:
+    """The sha256 of cigeval's own files (code, prompts, templates): a checkout edited
+    without a new version number, which may now ask other questions, replays nothing
+    stored before the edit. Reading them takes a few milliseconds once per process."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 @cache
