@@ -30,7 +30,7 @@ from cigeval.evaluation.assemble import (
 )
 from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
 from cigeval.image_store import ImageStore, image_location
-from cigeval.images import EncodedImage, release_file_bytes
+from cigeval.images import EncodedImage
 from cigeval.messages import GenerationSettings
 from cigeval.prompts import templates_sha256
 from cigeval.results.fingerprint import compute_fingerprint, fingerprint_settings
@@ -344,7 +344,7 @@ class Evaluator:
             if self.config.image_encoding == "jpeg75":
                 # nothing is sent as it was read: hold no file's bytes while the sample waits
                 for image in images.values():
-                    release_file_bytes(image)
+                    image.release()
         except Exception as exc:
             message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
             trace = Trace()
