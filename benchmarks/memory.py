@@ -55,7 +55,7 @@ class InstantJudge:
 
 
 async def stream(path: Path, out: Path, concurrency: int, marks: set[int]) -> None:
-    evaluator = Evaluator(InstantJudge(), run_config=RunConfig(use_cache=False))
+    evaluator = Evaluator(InstantJudge(), run_config=RunConfig(use_cache=False, preflight=False))
     started = time.perf_counter()
     done = errors = 0
     with ResultsWriter(out, resume=False) as writer:

@@ -28,6 +28,7 @@ from common import samples
 from fake_server import ServerProcess
 
 import cigeval.images
+import cigeval.sample_run
 from cigeval.backends.scripted import ScriptedBackend
 from cigeval.config import RunConfig
 from cigeval.evaluation import Evaluator
@@ -73,18 +74,17 @@ def main() -> None:
     big_images(folder)
 
     encodes = [0]
-    original = cigeval.images.EncodedImage.from_pil.__func__  # type: ignore[attr-defined]
+    original = cigeval.sample_run.encode_image
 
-    def counting(cls, image, fmt="PNG", **options):  # type: ignore[no-untyped-def]
+    def counting(image, fmt="PNG", **options):  # type: ignore[no-untyped-def]
         encodes[0] += 1
-        return original(cls, image, fmt, **options)
+        return original(image, fmt, **options)
 
-    cigeval.images.EncodedImage.from_pil = classmethod(counting)  # type: ignore[method-assign]
+    cigeval.sample_run.encode_image = counting  # every image a sample prepares for the judge
     image = Image.open(next(folder.glob("*.png"))).convert("RGB")
     started = time.perf_counter()
     encoded = cigeval.images.EncodedImage.from_pil(image)
     encode_ms = (time.perf_counter() - started) * 1000
-    encodes[0] = 0
 
     from cigeval.sample import load_sample_images
 

@@ -15,12 +15,12 @@ import hashlib
 import io
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol, cast, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -45,8 +45,9 @@ def load_image(
     max_pixels: int = MAX_PIXELS,
     max_bytes: int = MAX_FILE_BYTES,
     mask: bool = False,
-) -> Image.Image:
-    """Open ``image`` as an 8-bit RGB PIL image, or raise :class:`InputError` naming the problem.
+) -> LoadedImage:
+    """Read ``image`` as a :class:`LoadedImage` (8-bit RGB pixels), or raise
+    :class:`InputError` naming the problem.
 
     ``image`` is a path, a PIL image, or the bytes of an image file (as a Hugging Face
     dataset stores them). Handles EXIF rotation, palette, alpha (composited on white), 16-bit
@@ -57,7 +58,9 @@ def load_image(
     """
     convert = mask_to_rgb if mask else to_rgb
     if isinstance(image, Image.Image):
-        return _check_size(convert(image), role, sample_id, max_pixels)
+        rgb = _check_size(convert(image), role, sample_id, max_pixels)
+        return LoadedImage(role, sample_id, *rgb.size, where=f"({role} given as pixels)",
+                           _pixels=rgb)  # fmt: skip
     if isinstance(image, bytes | bytearray):
         data = bytes(image)
         where = f"({len(data)} bytes given in memory)"
@@ -104,27 +107,24 @@ def _decode(
     sample_id: str | None,
     max_pixels: int,
     convert: Callable[[Image.Image], Image.Image],
-) -> Image.Image:
+) -> LoadedImage:
     """The image in the bytes of an image file (``source``: the file they were read from).
 
-    A whole RGB PNG or JPEG file without an EXIF rotation is returned undecoded: Pillow
-    decodes its pixels on first use (see :func:`_decode_on_first_use`), reading them from
-    a file's bytes that may be let go meanwhile and read again (:func:`release_file_bytes`).
-    Any other image is decoded, EXIF-transposed and converted now.
+    A whole RGB PNG or JPEG file without an EXIF rotation is left undecoded (its pixels are
+    decoded on first use, :meth:`LoadedImage.pixels`). Any other image is decoded,
+    EXIF-transposed and converted now.
     """
+    sha256 = hashlib.sha256(data).hexdigest()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            held = ReloadableFileBytes(source, data) if source is not None else None
-            opened = Image.open(cast(IO[bytes], held) if held is not None else io.BytesIO(data))
-            _check_header(opened.size, role, sample_id, max_pixels, where)
-            mime = _PASSTHROUGH_MIME.get(opened.format or "")
-            if mime is not None and opened.mode == "RGB" and _plain_file(data, opened):
-                bytes_of = held.data if held is not None else lambda: data
-                _decode_on_first_use(opened, bytes_of, held, role, where, sample_id)
-                _keep_file_bytes(opened, bytes_of, mime, source, held)
-                return opened
-            with opened:
+            with Image.open(io.BytesIO(data)) as opened:
+                _check_header(opened.size, role, sample_id, max_pixels, where)
+                mime = _PASSTHROUGH_MIME.get(opened.format or "")
+                if mime is not None and opened.mode == "RGB" and _plain_file(data, opened):
+                    held = ReloadableFileBytes(source, data, sha256) if source else None
+                    return LoadedImage(role, sample_id, *opened.size, where, sha256, mime,
+                                       source, held or data)  # fmt: skip
                 opened.load()
                 original_mode = opened.mode
                 rotated = opened.getexif().get(_EXIF_ORIENTATION, 1) != 1
@@ -134,9 +134,9 @@ def _decode(
     except Exception as exc:
         raise _refused(exc, role, where, sample_id) from None
     rgb = convert(loaded)
-    if mime is not None and original_mode == "RGB" and not rotated:
-        _keep_file_bytes(rgb, lambda: data, mime, source, None)
-    return rgb
+    if mime is None or original_mode != "RGB" or rotated:
+        return LoadedImage(role, sample_id, *rgb.size, where, sha256, _pixels=rgb)
+    return LoadedImage(role, sample_id, *rgb.size, where, sha256, mime, source, data, rgb)
 
 
 def _plain_file(data: bytes, opened: Image.Image) -> bool:
@@ -147,126 +147,124 @@ def _plain_file(data: bytes, opened: Image.Image) -> bool:
     return whole and opened.getexif().get(_EXIF_ORIENTATION, 1) == 1
 
 
-def _decode_on_first_use(
-    image: Image.Image,
-    bytes_of: Callable[[], bytes],
-    held: ReloadableFileBytes | None,
-    role: str,
-    where: str,
-    sample_id: str | None,
-) -> None:
-    """Make ``image`` (opened from the bytes ``bytes_of`` gives, not yet decoded) decode its
-    pixels once, on first use, safely from several threads, and report a damaged file (or
-    one changed on disk since) as the InputError :func:`load_image` would have raised. A
-    decoded copy that leaves ``image`` undecoded is available too (:func:`decoded_pixels`)."""
-    decode = image.load
-    lock = threading.Lock()
+@dataclass(frozen=True, eq=False)
+class LoadedImage:
+    """One image of a sample as :func:`load_image` read it: what it is (size, the sha256
+    and MIME type of its file) and its 8-bit RGB pixels, decoded on first use.
 
-    def load() -> Any:
-        with lock:
-            try:
-                return decode()
-            except Exception as exc:
-                raise _refused(exc, role, where, sample_id) from None
-            finally:
-                if held is not None and held.released_once:
-                    held.release()  # the pixels are decoded: the bytes are not needed now
-
-    def decoded_copy() -> Image.Image:
-        try:
-            copy = Image.open(io.BytesIO(bytes_of()))
-            copy.load()
-        except Exception as exc:
-            raise _refused(exc, role, where, sample_id) from None
-        return copy
-
-    image.load = load  # type: ignore[method-assign]
-    setattr(image, _DECODED_COPY, decoded_copy)
-
-
-@contextmanager
-def decoded_pixels(image: Image.Image) -> Iterator[Image.Image]:
-    """``image`` with its pixels decoded, for one use that keeps nothing of them (an encoding).
-
-    An image :func:`load_image` opened without decoding stays undecoded: the pixels are those
-    of a copy decoded from the same file bytes and freed on exit. A sample waiting for its
-    judge then holds its files' bytes and their encodings, not their pixels (a tool that
-    needs the pixels decodes them then). Any other image is given as it is.
+    A whole RGB PNG or JPEG file without an EXIF rotation keeps its bytes (``mime`` says
+    which) to be sent unchanged, and is decoded only when something needs its pixels (a tool,
+    an encoding that re-encodes): once, safely from several threads. Its file's bytes can be
+    let go while the sample waits (:meth:`release`); they are read again, checked against
+    ``sha256``, when needed. An image derived from another (a half, a resized mask) keeps the
+    ``sha256`` of the file it came from but no bytes to send.
     """
-    copy = getattr(image, _DECODED_COPY, None)
-    if copy is None or not getattr(image, "tile", None):  # decoded already: Pillow empties tile
-        yield image
-        return
-    decoded = copy()
-    try:
-        yield decoded
-    finally:
-        decoded.close()
+
+    #: The image's place in the sample, as errors name it (``output``, ``subjects[0]``).
+    role: str
+    sample_id: str | None
+    width: int
+    height: int
+    #: Where it was read from, as errors name it (a path, or how many bytes were given).
+    where: str
+    #: The sha256 (hex) of the file or bytes it was read from; None for a PIL image given.
+    sha256: str | None = None
+    #: The MIME type of its file when the file can be sent as it is, else None.
+    mime: str | None = None
+    #: The absolute path of the file it was read from, when sent unchanged.
+    source: str | None = None
+    _file: ReloadableFileBytes | bytes | None = field(default=None, repr=False)
+    _pixels: Image.Image | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height), from the header: nothing is decoded."""
+        return self.width, self.height
+
+    @property
+    def decoded(self) -> Image.Image | None:
+        """The pixels when they are decoded already, else None."""
+        return self._pixels
+
+    def derived(self, pixels: Image.Image) -> LoadedImage:
+        """Other pixels made from this image (a half, a resized mask), with its role and file
+        hash but no file to send."""
+        return LoadedImage(self.role, self.sample_id, *pixels.size, self.where, self.sha256,
+                           _pixels=pixels)  # fmt: skip
+
+    def file_bytes(self) -> bytes:
+        """The bytes of the file to send unchanged (read again and checked if let go).
+        Raises InputError for an image without one (``mime`` is None) or a file changed."""
+        if self._file is None:
+            raise InputError(f"{self.role} image has no file to send as it is", self.sample_id)
+        if isinstance(self._file, bytes):
+            return self._file
+        try:
+            return self._file.data()
+        except FileChangedError as exc:
+            raise _refused(exc, self.role, self.where, self.sample_id) from None
+
+    def release(self) -> None:
+        """Let the bytes of its file go until they are needed again (nothing happens to
+        bytes given in memory, or to an image decoded when it was loaded)."""
+        if isinstance(self._file, ReloadableFileBytes):
+            self._file.release()
+
+    def pixels(self) -> Image.Image:
+        """The RGB pixels, decoded from the file on the first call (InputError if damaged)."""
+        if self._pixels is None:
+            with self._lock:
+                if self._pixels is None:
+                    object.__setattr__(self, "_pixels", self._decode())
+        assert self._pixels is not None
+        return self._pixels
+
+    @contextmanager
+    def pixels_once(self) -> Iterator[Image.Image]:
+        """The pixels for one use that keeps nothing of them (an encoding): an undecoded
+        image stays undecoded, its pixels those of a copy freed on exit."""
+        if self._pixels is not None:
+            yield self._pixels
+            return
+        copy = self._decode()
+        try:
+            yield copy
+        finally:
+            copy.close()
+
+    def __deepcopy__(self, memo: dict[int, object]) -> LoadedImage:
+        return self  # a value: only the pixels it decodes once are ever set
+
+    def _decode(self) -> Image.Image:
+        try:
+            image = Image.open(io.BytesIO(self.file_bytes()))
+            image.load()
+        except InputError:
+            raise
+        except Exception as exc:
+            raise _refused(exc, self.role, self.where, self.sample_id) from None
+        return image
 
 
-def _keep_file_bytes(
-    image: Image.Image,
-    bytes_of: Callable[[], bytes],
-    mime: str,
-    source: str | None,
-    held: ReloadableFileBytes | None,
-) -> None:
-    """Keep the file's bytes (``bytes_of`` gives them; ``held``, when they can be let go)
-    with ``image``, which already is what a model accepts, to send them instead of
-    re-encoding. A copy keeps ``info`` but not the owner token set on the image itself, so
-    an edited copy is never sent as the original file."""
-    owner = object()
-    image.info[RAW_BYTES_KEY] = _KeptFile(bytes_of, mime, owner, source, held)
-    setattr(image, _RAW_OWNER, owner)
+class ImagePixels(Mapping[str, Image.Image]):
+    """Roles -> the pixels of loaded images, each decoded when first looked up (a tool that
+    never looks at an image never decodes it)."""
 
+    def __init__(self, loaded: Mapping[str, LoadedImage]) -> None:
+        self.loaded = loaded
 
-@dataclass(frozen=True)
-class _KeptFile:
-    """The file :func:`load_image` keeps with an image it can send unchanged."""
+    def __getitem__(self, role: str) -> Image.Image:
+        return self.loaded[role].pixels()
 
-    bytes_of: Callable[[], bytes]
-    mime: str
-    owner: object
-    source: str | None
-    #: The bytes when they can be let go and read again (a file on disk), else None.
-    reloadable: ReloadableFileBytes | None
+    def __contains__(self, role: object) -> bool:
+        return role in self.loaded
 
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.loaded)
 
-def _kept_file(image: Image.Image) -> _KeptFile | None:
-    """The file kept with ``image`` itself (not with an edited copy of it), or None."""
-    kept = image.info.get(RAW_BYTES_KEY)
-    if not isinstance(kept, _KeptFile) or kept.owner is not getattr(image, _RAW_OWNER, None):
-        return None
-    return kept
-
-
-def raw_file_bytes(image: Image.Image) -> tuple[bytes, str, str | None] | None:
-    """The (bytes, mime, source file or None) kept with ``image`` by :func:`load_image` when
-    it can be sent unchanged, else None."""
-    kept = _kept_file(image)
-    return None if kept is None else (kept.bytes_of(), kept.mime, kept.source)
-
-
-def file_sha256(image: Image.Image) -> str | None:
-    """The sha256 (hex) of the bytes of the file ``image`` was read from by
-    :func:`load_image` (without reading them again when they were let go), or None for an
-    image that is not such a file."""
-    kept = _kept_file(image)
-    if kept is None:
-        return None
-    if kept.reloadable is not None:
-        return kept.reloadable.sha256()
-    return hashlib.sha256(kept.bytes_of()).hexdigest()
-
-
-def release_file_bytes(image: Image.Image, sha256: str | None = None) -> None:
-    """Let the bytes of the file ``image`` was read from go until they are needed again
-    (its pixels decoded, or the file sent as it is): they are then read from the file again
-    and checked against ``sha256``, the hex digest of the bytes first read (computed when
-    not given). Nothing happens to an image not read from a file by :func:`load_image`."""
-    kept = _kept_file(image)
-    if kept is not None and kept.reloadable is not None:
-        kept.reloadable.release(sha256)
+    def __len__(self) -> int:
+        return len(self.loaded)
 
 
 def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Exception:
@@ -281,11 +279,6 @@ def _refused(exc: Exception, role: str, where: str, sample_id: str | None) -> Ex
     return exc
 
 
-#: Key in ``Image.info`` holding the file (a ``_KeptFile``) of an image that can be sent
-#: unchanged (read it with :func:`raw_file_bytes`).
-RAW_BYTES_KEY = "cigeval_raw_bytes"
-_RAW_OWNER = "_cigeval_raw_owner"
-_DECODED_COPY = "_cigeval_decoded_copy"
 _PASSTHROUGH_MIME = {"PNG": "image/png", "JPEG": "image/jpeg"}
 _EXIF_ORIENTATION = 0x0112
 
@@ -403,46 +396,46 @@ class BytesCache(Protocol):
 
 
 def encode_image(
-    image: Image.Image,
+    image: LoadedImage | Image.Image,
     fmt: str = "PNG",
     *,
     encoding: ImageEncoding = "original",
     cache: object | None = None,
 ) -> EncodedImage:
-    """:meth:`EncodedImage.from_pil`, remembered across runs for image files.
+    """``image`` encoded for the judge.
 
-    With ``encoding="jpeg75"`` every image is decoded and encoded again, the costliest part
-    of judging a sample whose answers are cached. When ``cache`` can hold bytes
-    (:class:`BytesCache`) and ``image`` was read from a file by :func:`load_image`, the
+    ``encoding="original"``: a loaded RGB PNG or JPEG file is sent byte for byte (no
+    re-encoding, no generation loss); any other image is encoded as ``fmt`` (PNG lossless,
+    JPEG at quality 95). ``encoding="jpeg75"``: JPEG at quality 75 of the RGB pixels (as the
+    official code sends every image), made from a copy of the pixels that is not kept.
+
+    With ``jpeg75`` this is the costliest part of judging a sample whose answers are cached.
+    When ``cache`` can hold bytes (:class:`BytesCache`) and ``image`` is such a file, its
     encoding is stored under the sha256 of the file's bytes and the encoder's version, and
     found there the next time the same file is judged (any judge, any settings): the pixels
-    are then never decoded. The bytes are those the encoder would make again.
-
-    Once such a file is encoded as JPEG its bytes are let go (:func:`release_file_bytes`):
-    a sample waiting for its judge holds what the judge is sent, and a tool that later needs
-    the pixels reads the file again, refused if it changed meanwhile.
+    are then never decoded. Once encoded as JPEG the file's bytes are let go
+    (:meth:`LoadedImage.release`): a sample waiting for its judge holds what the judge is
+    sent, and a tool that later needs the pixels reads the file again, refused if changed.
     """
-    digest = file_sha256(image) if encoding == "jpeg75" else None
-    if digest is None:
+    if isinstance(image, Image.Image):
         return EncodedImage.from_pil(image, fmt, encoding=encoding)
-    encoded = _remembered_jpeg(image, fmt, digest, cache)
-    release_file_bytes(image, digest)
-    return encoded
-
-
-def _remembered_jpeg(
-    image: Image.Image, fmt: str, file_sha256: str, cache: object | None
-) -> EncodedImage:
-    """The jpeg75 encoding of ``image`` (read from a file of that sha256), from ``cache`` when
-    it holds it, else made (and stored there)."""
-    if not isinstance(cache, BytesCache):
-        return EncodedImage.from_pil(image, fmt, encoding="jpeg75")
-    key = f"image|jpeg75|opencv-{_opencv_version()}|{file_sha256}"
-    data = cache.get_bytes(key)
-    if data is None:
-        encoded = EncodedImage.from_pil(image, fmt, encoding="jpeg75")
-        cache.set_bytes(key, encoded.data)
-        return encoded
+    if encoding == "original":
+        if image.mime is None:
+            return EncodedImage.from_pil(image.pixels(), fmt, encoding=encoding)
+        data = image.file_bytes()
+        assert image.sha256 is not None  # a file to send was hashed when read
+        return EncodedImage(data, image.mime, image.sha256, *image.size, image.source)
+    store = cache if isinstance(cache, BytesCache) and image.mime is not None else None
+    key = f"image|jpeg75|opencv-{_opencv_version()}|{image.sha256}"
+    found = store.get_bytes(key) if store is not None else None
+    if found is not None:
+        data = found
+    else:
+        with image.pixels_once() as pixels:
+            data = encode_pixels(pixels, "JPEG", OFFICIAL_JPEG_QUALITY)
+        if store is not None:
+            store.set_bytes(key, data)
+    image.release()
     return EncodedImage(data, "image/jpeg", hashlib.sha256(data).hexdigest(), *image.size)
 
 
@@ -472,24 +465,12 @@ class EncodedImage:
     def from_pil(
         cls, image: Image.Image, fmt: str = "PNG", *, encoding: ImageEncoding = "original"
     ) -> EncodedImage:
-        """Encode a PIL image for the judge.
-
-        ``encoding="jpeg75"``: JPEG at quality 75 of the image's RGB pixels, whatever it was
-        read from (images from :func:`load_image` are already EXIF-transposed).
-        ``encoding="original"``: an RGB PNG or JPEG file opened by :func:`load_image` keeps
-        its original bytes, sent unchanged (no re-encoding, no generation loss); any other
-        image is encoded as ``fmt`` (PNG lossless, JPEG at quality 95).
-        """
+        """Encode the pixels of a PIL image for the judge: JPEG at quality 75 under
+        ``encoding="jpeg75"``; else as ``fmt`` (PNG lossless, JPEG at quality 95). A loaded
+        file is sent as it is by :func:`encode_image`."""
         if encoding == "jpeg75":
-            with decoded_pixels(image) as pixels:
-                data = encode_pixels(pixels, "JPEG", OFFICIAL_JPEG_QUALITY)
-            return cls(data, "image/jpeg", hashlib.sha256(data).hexdigest(), *image.size)
-        raw = raw_file_bytes(image)
-        if raw is not None:
-            data, mime, source = raw
-            digest = hashlib.sha256(data).hexdigest()
-            return cls(data, mime, digest, image.width, image.height, source)
-        if fmt.upper() == "JPEG":
+            data, mime = encode_pixels(image, "JPEG", OFFICIAL_JPEG_QUALITY), "image/jpeg"
+        elif fmt.upper() == "JPEG":
             data, mime = encode_pixels(image, "JPEG", ORIGINAL_JPEG_QUALITY), "image/jpeg"
         else:
             data, mime = encode_pixels(image, "PNG"), "image/png"

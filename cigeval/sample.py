@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cigeval._unicode import safe_strings, safe_text
 from cigeval.errors import ConfigError, InputError
-from cigeval.images import load_image
+from cigeval.images import LoadedImage, load_image
 from cigeval.tasks.registry import TASKS, get_task
 from cigeval.tasks.spec import side_by_side_subjects
 
@@ -390,17 +390,18 @@ def candidate_role(label: str) -> str:
     return f"candidate:{label}"
 
 
-def load_sample_images(sample: Sample) -> dict[str, Image.Image]:
+def load_sample_images(sample: Sample) -> dict[str, LoadedImage]:
     """Load every image of ``sample`` by role (``subjects`` become ``subject_1``/``subject_2``,
     ``outputs`` become ``output_1``..., candidates ``candidate:<label>``). A side-by-side
     ``subject`` image of a multi-concept sample is split at the middle: its left half is
     ``subject_1``, its right half ``subject_2`` (it stays available whole as ``subject``). A
     ``mask`` with transparency is read by its alpha channel (:func:`cigeval.images.mask_to_rgb`).
-    Raises InputError naming the image.
+    Pixels are decoded when first needed (:class:`~cigeval.images.LoadedImage`). Raises
+    InputError naming the image.
     """
-    loaded: dict[str, Image.Image] = {}
+    loaded: dict[str, LoadedImage] = {}
 
-    def load(value: Any, role: str) -> Image.Image:
+    def load(value: Any, role: str) -> LoadedImage:
         return load_image(
             value, role=role, sample_id=sample.id, base_dir=sample.base_dir, mask=role == "mask"
         )
@@ -418,10 +419,18 @@ def load_sample_images(sample: Sample) -> dict[str, Image.Image]:
         loaded[candidate_role(label)] = load(value, f"candidates.{label}")
     if side_by_side_subjects(sample):
         try:
-            loaded["subject_1"], loaded["subject_2"] = split_side_by_side(loaded["subject"])
+            halves = split_side_by_side(loaded["subject"].pixels())
         except ValueError as exc:
             raise InputError(f"images.subject (side by side): {exc}", sample.id) from None
+        loaded["subject_1"], loaded["subject_2"] = (loaded["subject"].derived(h) for h in halves)
     if "mask" in loaded and "source" in loaded and loaded["mask"].size != loaded["source"].size:
         # A mask of another size is resized to the source, the only sensible conversion.
-        loaded["mask"] = loaded["mask"].resize(loaded["source"].size, Image.Resampling.NEAREST)
+        resized = loaded["mask"].pixels().resize(loaded["source"].size, Image.Resampling.NEAREST)
+        loaded["mask"] = loaded["mask"].derived(resized)
     return loaded
+
+
+def file_hashes(images: Mapping[str, LoadedImage]) -> dict[str, str]:
+    """The sha256 of the files (or bytes) ``images`` were read from, by the role the sample
+    gives each (``output``, ``subjects[0]``, ``candidates.A``): what a run records."""
+    return {image.role: image.sha256 for image in images.values() if image.sha256 is not None}

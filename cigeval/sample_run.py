@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
 from cigeval.config import EvalConfig
-from cigeval.images import EncodedImage, encode_image
+from cigeval.images import EncodedImage, ImagePixels, LoadedImage, encode_image
 from cigeval.sample import Sample
 from cigeval.session import JudgeSession
 from cigeval.tasks import TaskSpec, get_task
@@ -24,13 +25,15 @@ if TYPE_CHECKING:
 class SampleRun:
     """One sample being evaluated: inputs, judge session, trace and shared memo.
 
-    Images are encoded once per sample (:meth:`encode`, as ``config.image_encoding`` says),
-    whatever number of calls show them. ``scene_graph`` is the session of a separate
-    scene-graph model (``EvalConfig.scene_graph_model``); None: the judge writes them.
+    ``loaded`` holds the sample's images by role as they were read; :attr:`images` gives
+    their pixels, each decoded when first looked up. Images are encoded once per sample
+    (:meth:`encode`, as ``config.image_encoding`` says), whatever number of calls show them.
+    ``scene_graph`` is the session of a separate scene-graph model
+    (``EvalConfig.scene_graph_model``); None: the judge writes them.
     """
 
     sample: Sample
-    images: dict[str, Image.Image]
+    loaded: Mapping[str, LoadedImage]
     config: EvalConfig
     judge: JudgeSession
     trace: Trace
@@ -38,6 +41,11 @@ class SampleRun:
     memo: dict[str, Any] = field(default_factory=dict)
     _encoded: dict[int, EncodedImage] = field(default_factory=dict)
     scene_graph: JudgeSession | None = None
+
+    @property
+    def images(self) -> ImagePixels:
+        """The pixels of the sample's images by role, each decoded when first looked up."""
+        return ImagePixels(self.loaded)
 
     @property
     def task(self) -> TaskSpec:
@@ -56,9 +64,12 @@ class SampleRun:
             return SIDE_BY_SIDE_LABELS[role]
         return self.task.role_label(role)
 
-    def encode(self, image: Image.Image) -> EncodedImage:
+    def encode(self, image: LoadedImage | Image.Image) -> EncodedImage:
         """The image encoded for the model, computed once per image object (and, with a
-        cache, once per image file: see :func:`cigeval.images.encode_image`)."""
+        cache, once per image file: see :func:`cigeval.images.encode_image`). The pixels of
+        a loaded image (from :attr:`images`) are encoded as that image is."""
+        if isinstance(image, Image.Image):
+            image = next((i for i in self.loaded.values() if i.decoded is image), image)
         key = id(image)
         cached = self._encoded.get(key)
         if cached is None:

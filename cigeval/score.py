@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from PIL import Image
@@ -170,7 +171,8 @@ class Score(BaseModel):
         "pooled or paired.",
     )
     trace: Trace = Field(default_factory=Trace)
-    _images: dict[str, Image.Image] = PrivateAttr(default_factory=dict)
+    _images: Mapping[str, Image.Image] = PrivateAttr(default_factory=dict)
+    _file_hashes: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @property
     def degraded_questions(self) -> list[str]:
@@ -178,9 +180,17 @@ class Score(BaseModel):
         return [s.question_id for s in self.sub_scores if s.degraded]
 
     @property
-    def images(self) -> dict[str, Image.Image]:
-        """The input images by role (kept for display; not serialised)."""
+    def images(self) -> Mapping[str, Image.Image]:
+        """The input images by role (kept for display, decoded when looked up; not
+        serialised)."""
         return self._images
+
+    @property
+    def file_hashes(self) -> dict[str, str]:
+        """The sha256 of the image files (or bytes) the sample was judged on, by the role the
+        sample gives each, as they were loaded (not serialised: a run records them as
+        ``provenance.image_files``)."""
+        return self._file_hashes
 
     @property
     def ok(self) -> bool:

@@ -19,4 +19,4 @@ def test_example_samples_cover_every_task_and_load():
         assert line.sample is not None
         get_task(line.sample.task).validate_sample(line.sample)
         images = load_sample_images(line.sample)
-        assert "output" in images and all(img.mode == "RGB" for img in images.values())
+        assert "output" in images and all(img.pixels().mode == "RGB" for img in images.values())

@@ -3,6 +3,7 @@ JPEG encodings are remembered across runs for image files."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import threading
 from pathlib import Path
@@ -19,13 +20,7 @@ from cigeval._image_bytes import jpeg_is_whole, png_is_plain
 from cigeval.backends.cache import ResponseCache
 from cigeval.config import RunConfig
 from cigeval.errors import InputError
-from cigeval.images import (
-    RAW_BYTES_KEY,
-    EncodedImage,
-    encode_image,
-    load_image,
-    release_file_bytes,
-)
+from cigeval.images import EncodedImage, ImagePixels, LoadedImage, encode_image, load_image
 from cigeval.results import read_records
 from cigeval.testing import request_text, rule_judge
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
@@ -35,22 +30,24 @@ def noise(size: tuple[int, int] = (64, 48)) -> Image.Image:
     return Image.effect_noise(size, 64).convert("RGB")
 
 
-def held_bytes(image: Image.Image) -> bool:
+def held_bytes(image: LoadedImage) -> bool:
     """Whether the bytes of the file ``image`` was read from are in memory."""
-    return bool(image.info[RAW_BYTES_KEY].reloadable.held)
+    file = image._file  # what the image holds is private to it: looked at here only
+    assert isinstance(file, ReloadableFileBytes)
+    return file.held
 
 
-def decoded(image: Image.Image) -> bool:
-    """Whether Pillow has decoded the image's pixels (an opened file keeps its tiles until)."""
-    return not getattr(image, "tile", None)
+def decoded(image: LoadedImage) -> bool:
+    """Whether the image's pixels are decoded."""
+    return image.decoded is not None
 
 
 @pytest.mark.parametrize("name", ["a.png", "a.jpg"])
 def test_a_file_sent_as_it_is_is_never_decoded(tmp_path: Path, name: str) -> None:
     noise().save(tmp_path / name)
     image = load_image(name, role="output", base_dir=tmp_path)
-    assert not decoded(image) and image.size == (64, 48) and image.mode == "RGB"
-    encoded = EncodedImage.from_pil(image, encoding="original")
+    assert not decoded(image) and image.size == (64, 48) and image.mime is not None
+    encoded = encode_image(image, encoding="original")
     assert encoded.data == (tmp_path / name).read_bytes()
     assert not decoded(image)
 
@@ -61,27 +58,27 @@ def test_pixels_decode_on_first_use_and_equal_an_eager_decode(tmp_path: Path, na
     image = load_image(name, role="output", base_dir=tmp_path)
     with Image.open(tmp_path / name) as eager:
         expected = np.asarray(eager.convert("RGB"))
-    assert np.array_equal(np.asarray(image), expected)
-    assert decoded(image)
+    assert np.array_equal(np.asarray(image.pixels()), expected)
+    assert decoded(image) and image.pixels().mode == "RGB"
     # the JPEG the judge gets is the one made from the eagerly decoded pixels
-    lazy = EncodedImage.from_pil(image, encoding="jpeg75")
+    lazy = encode_image(image, encoding="jpeg75")
     assert lazy.data == EncodedImage.from_pil(Image.fromarray(expected), encoding="jpeg75").data
 
 
 def test_threads_share_one_decode(tmp_path: Path) -> None:
     noise((256, 256)).save(tmp_path / "a.png")
     image = load_image("a.png", role="output", base_dir=tmp_path)
-    results: list[np.ndarray] = []
+    results: list[Image.Image] = []
 
     def read() -> None:
-        results.append(np.asarray(image))
+        results.append(image.pixels())
 
     threads = [threading.Thread(target=read) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(results) == 8 and all(np.array_equal(r, results[0]) for r in results)
+    assert len(results) == 8 and all(r is results[0] for r in results)  # one decode
 
 
 def test_a_truncated_file_is_still_refused_when_loaded(tmp_path: Path) -> None:
@@ -101,7 +98,7 @@ def test_damaged_pixel_data_is_an_input_error_naming_the_image(tmp_path: Path) -
     (tmp_path / "a.png").write_bytes(bytes(data))
     image = load_image("a.png", role="output", base_dir=tmp_path, sample_id="s1")
     with pytest.raises(InputError, match="output image is corrupt or not an image") as info:
-        np.asarray(image)
+        image.pixels()
     assert info.value.sample_id == "s1"
 
 
@@ -110,16 +107,16 @@ def test_a_jpeg75_encoding_leaves_the_image_undecoded(tmp_path: Path, name: str)
     # A sample waiting for its judge holds its files' bytes and their JPEGs, not its pixels.
     noise((96, 80)).save(tmp_path / name)
     image = load_image(name, role="output", base_dir=tmp_path)
-    encoded = EncodedImage.from_pil(image, encoding="jpeg75")
+    encoded = encode_image(image, encoding="jpeg75")
     assert not decoded(image)
     with Image.open(tmp_path / name) as eager:
         expected = EncodedImage.from_pil(eager.convert("RGB"), encoding="jpeg75")
     assert encoded.data == expected.data and (encoded.width, encoded.height) == (96, 80)
     # a tool that needs the pixels still gets them, decoded then
     with Image.open(tmp_path / name) as eager:
-        assert np.array_equal(np.asarray(image), np.asarray(eager.convert("RGB")))
+        assert np.array_equal(np.asarray(image.pixels()), np.asarray(eager.convert("RGB")))
     assert decoded(image)
-    assert EncodedImage.from_pil(image, encoding="jpeg75").data == encoded.data
+    assert encode_image(image, encoding="jpeg75").data == encoded.data
 
 
 def test_a_jpeg75_encoding_of_damaged_pixels_is_an_input_error(tmp_path: Path) -> None:
@@ -130,7 +127,7 @@ def test_a_jpeg75_encoding_of_damaged_pixels_is_an_input_error(tmp_path: Path) -
     (tmp_path / "a.png").write_bytes(bytes(data))
     image = load_image("a.png", role="output", base_dir=tmp_path, sample_id="s1")
     with pytest.raises(InputError, match="output image is corrupt or not an image") as info:
-        EncodedImage.from_pil(image, encoding="jpeg75")
+        encode_image(image, encoding="jpeg75")
     assert info.value.sample_id == "s1"
 
 
@@ -159,8 +156,8 @@ def test_a_png_with_an_exif_rotation_is_upright(tmp_path: Path) -> None:
     exif[0x0112] = 6  # rotate 90 degrees clockwise to display
     noise((64, 48)).save(tmp_path / "r.png", exif=exif)
     image = load_image("r.png", role="output", base_dir=tmp_path)
-    assert image.size == (48, 64)
-    assert EncodedImage.from_pil(image).data != (tmp_path / "r.png").read_bytes()
+    assert image.size == (48, 64) and image.pixels().size == (48, 64)
+    assert encode_image(image).data != (tmp_path / "r.png").read_bytes()
 
 
 def test_jpeg75_encodings_are_remembered_for_image_files(
@@ -170,7 +167,7 @@ def test_jpeg75_encodings_are_remembered_for_image_files(
     cache = ResponseCache(tmp_path / "cache")
     first = load_image("a.png", role="output", base_dir=tmp_path)
     made = encode_image(first, encoding="jpeg75", cache=cache)
-    assert made.data == EncodedImage.from_pil(first, encoding="jpeg75").data
+    assert made.data == EncodedImage.from_pil(first.pixels(), encoding="jpeg75").data
 
     again = load_image("a.png", role="output", base_dir=tmp_path)
     found = encode_image(again, encoding="jpeg75", cache=ResponseCache(tmp_path / "cache"))
@@ -188,7 +185,7 @@ def test_jpeg75_encodings_are_remembered_for_image_files(
     other = encode_image(load_image("b.png", role="output", base_dir=tmp_path), encoding="jpeg75",
                          cache=cache)  # fmt: skip
     assert other.data != made.data
-    edited = again.copy()
+    edited = again.pixels().copy()
     edited.putpixel((0, 0), (0, 0, 0))
     assert encode_image(edited, encoding="jpeg75", cache=cache).data != made.data
     # and the original encoding never goes through the cache
@@ -202,11 +199,12 @@ def test_jpeg75_encodings_are_remembered_for_image_files(
 def test_released_file_bytes_are_read_again_and_checked(tmp_path: Path) -> None:
     noise((96, 80)).save(tmp_path / "a.png")
     image = load_image("a.png", role="output", base_dir=tmp_path, sample_id="s1")
-    release_file_bytes(image)
+    assert held_bytes(image)
+    image.release()
     assert not held_bytes(image)
     with Image.open(tmp_path / "a.png") as eager:
         expected = np.asarray(eager.convert("RGB"))
-    assert np.array_equal(np.asarray(image), expected)  # read again for the pixels
+    assert np.array_equal(np.asarray(image.pixels()), expected)  # read again for the pixels
     assert not held_bytes(image)  # and let go again once they are decoded
 
 
@@ -217,7 +215,7 @@ def test_a_file_changed_after_loading_is_refused_not_judged(
 ) -> None:
     noise((96, 80)).save(tmp_path / "a.png")
     image = load_image("a.png", role="output", base_dir=tmp_path, sample_id="s1")
-    release_file_bytes(image)
+    image.release()
     if change == "rewritten":
         noise((96, 80)).save(tmp_path / "a.png")  # other pixels, same name
     else:
@@ -225,7 +223,7 @@ def test_a_file_changed_after_loading_is_refused_not_judged(
     expected = "changed on disk" if change == "rewritten" else "cannot be read again"
     with pytest.raises(InputError, match=f"output image refused: the file {expected}") as info:
         if use == "pixels":
-            np.asarray(image)
+            image.pixels()
         else:
             encode_image(image, encoding="jpeg75")
     assert info.value.sample_id == "s1"
@@ -237,8 +235,8 @@ def test_a_sample_waiting_for_its_judge_holds_no_file_bytes_under_jpeg75(
     files: list[ReloadableFileBytes] = []
 
     class Tracked(ReloadableFileBytes):
-        def __init__(self, path: str | Path, data: bytes) -> None:
-            super().__init__(path, data)
+        def __init__(self, path: str | Path, data: bytes, sha256: str) -> None:
+            super().__init__(path, data, sha256)
             files.append(self)
 
     monkeypatch.setattr(cigeval.images, "ReloadableFileBytes", Tracked)
@@ -304,3 +302,69 @@ def test_a_file_changed_while_its_sample_is_judged_is_never_shown_as_the_checked
     assert {i: degraded(r) for i, r in changed.items() if i != "mie"} == {
         i: degraded(r) for i, r in plain.items() if i != "mie"
     }
+
+
+def in_folder(sample: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``sample`` with its image paths made absolute (in ``folder``)."""
+
+    def absolute(value: Any) -> Any:
+        return [absolute(v) for v in value] if isinstance(value, list) else str(folder / value)
+
+    return {**sample, "images": {r: absolute(v) for r, v in sample["images"].items()}}
+
+
+def test_pixels_by_role_decode_only_the_image_looked_up(tmp_path: Path) -> None:
+    noise().save(tmp_path / "source.png")
+    noise().save(tmp_path / "output.png")
+    loaded = {
+        role: load_image(f"{role}.png", role=role, base_dir=tmp_path)
+        for role in ("source", "output")
+    }
+    pixels = ImagePixels(loaded)
+    assert "output" in pixels and "mask" not in pixels and list(pixels) == ["source", "output"]
+    assert len(pixels) == 2 and not any(decoded(i) for i in loaded.values())
+    assert pixels["output"] is loaded["output"].pixels() and pixels["output"].size == (64, 48)
+    assert decoded(loaded["output"]) and not decoded(loaded["source"])
+
+
+def test_a_sample_judged_without_tools_under_original_is_never_decoded(tmp_path: Path) -> None:
+    evaluator = Evaluator(
+        ScriptedBackend(rule_judge()),
+        run_config=RunConfig(preflight=False),
+        image_encoding="original",
+    )
+    tie = next(s for s in seven_task_samples(tmp_path) if s["id"] == "tie")
+    score = evaluator.evaluate(in_folder(tie, tmp_path))
+    assert score.ok and isinstance(score.images, ImagePixels)
+    assert set(score.images) == {"source", "output"}
+    assert not any(decoded(image) for image in score.images.loaded.values())
+    sent = {role: (tmp_path / f"{role}.png").read_bytes() for role in ("source", "output")}
+    hashes = {role: hashlib.sha256(data).hexdigest() for role, data in sent.items()}
+    assert score.input_images == hashes == score.file_hashes  # the files, sent as they are
+
+
+def test_a_run_hashes_each_image_file_once_the_loaders_hash_goes_on_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cigeval.runs.sample_files as sample_files
+
+    samples = seven_task_samples(tmp_path)
+    missing = {**samples[0], "id": "missing", "images": {"output": str(tmp_path / "gone.png")}}
+    path = write_jsonl(tmp_path / "samples.jsonl", [*samples, missing])
+    hashed_again: list[Path] = []
+    real_sha256 = sample_files.file_sha256
+
+    def counting(file: Path) -> str:
+        hashed_again.append(file)
+        return real_sha256(file)
+
+    monkeypatch.setattr(sample_files, "file_sha256", counting)
+    evaluator = Evaluator(ScriptedBackend(rule_judge()), run_config=RunConfig(preflight=False))
+    evaluator.run(path, out=tmp_path / "out.jsonl", quiet=True)
+    # only the sample whose images were never loaded has its files hashed by the run
+    assert hashed_again == [tmp_path / "gone.png"]
+    records = {r["id"]: r for r in read_records(tmp_path / "out.jsonl")}
+    assert records["missing"]["provenance"]["image_files"] == {"output": "unreadable"}
+    for sample in samples:
+        expected = sample_files.image_file_hashes(in_folder(sample, tmp_path))
+        assert expected and records[sample["id"]]["provenance"]["image_files"] == expected

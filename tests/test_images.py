@@ -8,7 +8,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from cigeval.errors import InputError
-from cigeval.images import EncodedImage, load_image
+from cigeval.images import EncodedImage, encode_image, load_image
 
 
 def noise(size: tuple[int, int] = (64, 48)) -> Image.Image:
@@ -19,7 +19,7 @@ def noise(size: tuple[int, int] = (64, 48)) -> Image.Image:
 def test_rgb_png_and_jpeg_files_are_sent_byte_for_byte(tmp_path: Path, name: str, mime: str):
     noise().save(tmp_path / name)
     image = load_image(name, role="output", base_dir=tmp_path)
-    encoded = EncodedImage.from_pil(image)
+    encoded = encode_image(image)
     assert encoded.data == (tmp_path / name).read_bytes()
     assert encoded.mime == mime and (encoded.width, encoded.height) == (64, 48)
 
@@ -27,9 +27,9 @@ def test_rgb_png_and_jpeg_files_are_sent_byte_for_byte(tmp_path: Path, name: str
 def test_an_edited_copy_is_encoded_afresh(tmp_path: Path):
     noise().save(tmp_path / "a.png")
     image = load_image("a.png", role="output", base_dir=tmp_path)
-    edited = image.copy()
+    edited = image.pixels().copy()
     ImageDraw.Draw(edited).rectangle((0, 0, 9, 9), fill=(255, 0, 0))
-    encoded = EncodedImage.from_pil(edited)
+    encoded = encode_image(edited)
     assert encoded.data != (tmp_path / "a.png").read_bytes()
     assert encoded.to_pil().getpixel((5, 5)) == (255, 0, 0)
 
@@ -38,7 +38,7 @@ def test_converted_images_are_reencoded_as_rgb(tmp_path: Path):
     rgba = noise().convert("RGBA")
     rgba.putpixel((0, 0), (10, 20, 30, 0))  # transparent: composited on white
     rgba.save(tmp_path / "rgba.png")
-    image = load_image("rgba.png", role="output", base_dir=tmp_path)
+    image = load_image("rgba.png", role="output", base_dir=tmp_path).pixels()
     assert image.mode == "RGB" and image.getpixel((0, 0)) == (255, 255, 255)
     encoded = EncodedImage.from_pil(image)
     assert encoded.data != (tmp_path / "rgba.png").read_bytes()
@@ -50,7 +50,7 @@ def test_sixteen_bit_images_are_rescaled_not_clipped(tmp_path: Path):
     for x, value in enumerate((0, 1000, 30000, 60000)):
         gray.putpixel((x, 0), value)
     gray.save(tmp_path / "deep.png")
-    image = load_image("deep.png", role="control", base_dir=tmp_path)
+    image = load_image("deep.png", role="control", base_dir=tmp_path).pixels()
     values = [image.getpixel((x, 0))[0] for x in range(4)]
     assert values[0] == 0 and values[-1] == 255 and values == sorted(values)
 
@@ -61,8 +61,8 @@ def test_exif_rotated_jpeg_is_upright_and_reencoded(tmp_path: Path):
     exif[0x0112] = 6  # rotate 90 degrees clockwise to display
     image.save(tmp_path / "r.jpg", exif=exif)
     loaded = load_image("r.jpg", role="output", base_dir=tmp_path)
-    assert loaded.size == (20, 40)
-    assert EncodedImage.from_pil(loaded).data != (tmp_path / "r.jpg").read_bytes()
+    assert loaded.size == (20, 40) and loaded.pixels().size == (20, 40)
+    assert encode_image(loaded).data != (tmp_path / "r.jpg").read_bytes()
 
 
 def test_errors_name_the_role_and_sample(tmp_path: Path):
@@ -94,7 +94,7 @@ def test_jpeg75_sends_the_bytes_the_official_code_sends(tmp_path: Path, name: st
         exif[0x0112] = 6
     noise(size).save(tmp_path / name, exif=exif)
     image = load_image(name, role="output", base_dir=tmp_path)
-    encoded = EncodedImage.from_pil(image, encoding="jpeg75")
+    encoded = encode_image(image, encoding="jpeg75")
     assert encoded.mime == "image/jpeg" and encoded.source is None
     assert encoded.data == _official_jpeg(tmp_path / name)
     assert encoded.data_uri().startswith("data:image/jpeg;base64,")

@@ -85,7 +85,7 @@ def build_judge_messages(
     for index, role in enumerate(question.image_roles, start=1):
         if role not in run.images:
             continue
-        image = replaced.get(role, run.images[role])
+        image = replaced.get(role, run.loaded[role])
         parts.append(TextPart(f"Image {index}: {run.role_label(role)}"))
         parts.append(ImagePart(run.encode(image), role))
     conditions = question.condition_lines(run.sample)

@@ -156,7 +156,7 @@ def judge_messages(
     replaced = result.images if result is not None else {}
     for role in question.image_roles:
         if role in run.images and role != "mask":
-            parts.append(ImagePart(run.encode(replaced.get(role, run.images[role])), role))
+            parts.append(ImagePart(run.encode(replaced.get(role, run.loaded[role])), role))
     return [Message("user", tuple(parts))]
 
 
@@ -178,5 +178,5 @@ def plan_messages(
         parts.append(
             TextPart(render("planner_more_tools.j2", prompt_dir=prompt_dir, tools=described))
         )
-    parts += [ImagePart(run.encode(run.images[role]), role) for role in roles]
+    parts += [ImagePart(run.encode(run.loaded[role]), role) for role in roles]
     return [Message("user", tuple(parts))]

@@ -109,7 +109,7 @@ def build_plan_messages(run: SampleRun, spec: TaskSpec, tools: list[Tool]) -> li
     parts: list[TextPart | ImagePart] = [TextPart(text)]
     for role in _planner_roles(run, spec, in_task_order=paper):
         parts.append(TextPart(f"[{role}] {run.role_label(role)}:"))
-        parts.append(ImagePart(run.encode(run.images[role]), role))
+        parts.append(ImagePart(run.encode(run.loaded[role]), role))
     return [Message("user", tuple(parts))]
 
 

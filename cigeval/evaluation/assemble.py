@@ -7,12 +7,12 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from PIL import Image
-
 from cigeval._version import __version__
 from cigeval.backends.base import Backend, backend_endpoint
+from cigeval.images import ImagePixels, LoadedImage
 from cigeval.results.fingerprint import compute_fingerprint, fingerprint_settings
 from cigeval.rubrics.base import DEFAULT_SCORE_RANGE, out_of_range
+from cigeval.sample import file_hashes
 from cigeval.score import Score, Verdict
 from cigeval.session import JudgeSession
 from cigeval.trace import Trace
@@ -89,7 +89,7 @@ def assemble_score(
     config: dict[str, Any],
     passthrough: dict[str, Any],
     usage: dict[str, int] | None = None,
-    images: dict[str, Image.Image] | None = None,
+    images: dict[str, LoadedImage] | None = None,
     input_images: dict[str, str] | None = None,
     image_files: dict[str, str] | None = None,
     provenance: dict[str, Any] | None = None,
@@ -134,5 +134,6 @@ def assemble_score(
         trace=trace,
     )
     if images:
-        score._images.update(images)
+        score._images = ImagePixels(images)
+        score._file_hashes = file_hashes(images)
     return score

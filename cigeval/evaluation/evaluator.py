@@ -37,7 +37,7 @@ from cigeval.evaluation.assemble import (
 from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
 from cigeval.evaluation.replay import SampleReplay, built_in_judging
 from cigeval.image_store import ImageStore, image_location
-from cigeval.images import EncodedImage, release_file_bytes
+from cigeval.images import EncodedImage, ImagePixels
 from cigeval.messages import GenerationSettings
 from cigeval.prompts import templates_sha256
 from cigeval.results.fingerprint import compute_fingerprint, fingerprint_settings
@@ -46,6 +46,7 @@ from cigeval.rubrics.base import score_range_of
 from cigeval.sample import (
     Sample,
     SampleLine,
+    file_hashes,
     load_sample_images,
     sample_from_dict,
     sample_identity,
@@ -374,9 +375,10 @@ class Evaluator:
             if self.config.image_encoding == "jpeg75":
                 # nothing is sent as it was read: hold no file's bytes while the sample waits
                 for image in images.values():
-                    release_file_bytes(image)
+                    image.release()
             if replayed is not None:  # it holds its input images, as a judged Score does
-                replayed._images.update(images)
+                replayed._images = ImagePixels(images)
+                replayed._file_hashes = file_hashes(images)
                 return replayed
         except Exception as exc:
             message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"

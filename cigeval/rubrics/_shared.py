@@ -54,7 +54,7 @@ def labelled_images(
     for index, role in enumerate(roles, start=1):
         label = (labels or {}).get(role) or run.task.role_label(role)
         parts.append(TextPart(f"Image {index}: {label}"))
-        parts.append(ImagePart(run.encode(run.images[role]), role))
+        parts.append(ImagePart(run.encode(run.loaded[role]), role))
     return parts
 
 

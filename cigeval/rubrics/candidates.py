@@ -68,7 +68,7 @@ def reference_roles(run: SampleRun) -> list[str]:
 
 def candidate_image(run: SampleRun, label: str) -> Any:
     """The loaded image of candidate ``label``."""
-    return run.images[candidate_role(label)]
+    return run.loaded[candidate_role(label)]
 
 
 def preference_details(

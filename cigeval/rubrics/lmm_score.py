@@ -137,7 +137,7 @@ class LmmScoreRubric:
                 "user",
                 (
                     TextPart(render_for(run, "rubric_lmm_step1.j2")),
-                    ImagePart(run.encode(run.images["source"]), "source"),
+                    ImagePart(run.encode(run.loaded["source"]), "source"),
                     TextPart(
                         render_for(
                             run,
@@ -163,7 +163,7 @@ class LmmScoreRubric:
             for number in group:
                 parts.append(TextPart(f"Edited image {number}:"))
                 parts.append(
-                    ImagePart(run.encode(run.images[roles[number - 1]]), f"image_{number}")
+                    ImagePart(run.encode(run.loaded[roles[number - 1]]), f"image_{number}")
                 )
             parts.append(
                 TextPart(

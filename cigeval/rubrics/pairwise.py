@@ -141,7 +141,7 @@ class PairwiseRubric:
         ]
         for role in references:
             parts.append(TextPart(f"Input: {run.role_label(role)}"))
-            parts.append(ImagePart(run.encode(run.images[role]), role))
+            parts.append(ImagePart(run.encode(run.loaded[role]), role))
         for number, label in enumerate(order, start=1):
             parts.append(TextPart(f"Candidate {number}:"))
             parts.append(ImagePart(run.encode(candidate_image(run, label)), f"candidate_{number}"))

@@ -83,10 +83,10 @@ class PointwiseRubric:
     ) -> Verdict:
         sample = candidate_sample(run.sample, label)
         inner.validate(sample)
-        images = {r: i for r, i in run.images.items() if not r.startswith("candidate:")}
-        images["output"] = candidate_image(run, label)
+        loaded = {r: i for r, i in run.loaded.items() if not r.startswith("candidate:")}
+        loaded["output"] = candidate_image(run, label)
         config = run.config.model_copy(update={"rubric_options": options})
-        one = dataclasses.replace(run, sample=sample, images=images, config=config)
+        one = dataclasses.replace(run, sample=sample, loaded=loaded, config=config)
         return await inner.evaluate(one)
 
     async def evaluate(self, run: SampleRun) -> Verdict:

@@ -84,7 +84,7 @@ def image_plan(run: SampleRun, questions: tuple[SubQuestion, ...]) -> list[str]:
             role = _shown_role(run, role)
             if role not in run.images:
                 raise InputError(f"viescore needs images.{role}", run.sample.id)
-            key = id(run.images[role])
+            key = id(run.loaded[role])
             if key not in seen:
                 seen[key] = role
                 shown.append(role)
@@ -93,7 +93,7 @@ def image_plan(run: SampleRun, questions: tuple[SubQuestion, ...]) -> list[str]:
 
 def _image_number(run: SampleRun, shown: list[str], role: str) -> int:
     role = _shown_role(run, role)
-    first = next(r for r in shown if run.images[r] is run.images[role])
+    first = next(r for r in shown if run.loaded[r] is run.loaded[role])
     return shown.index(first) + 1
 
 
@@ -110,7 +110,7 @@ def build_sc_messages(run: SampleRun, spec: TaskSpec) -> list[Message]:
     parts: list[TextPart | ImagePart] = []
     for number, role in enumerate(shown, start=1):
         parts.append(TextPart(f"Image {number}: {run.role_label(role)}"))
-        parts.append(ImagePart(run.encode(run.images[role]), role))
+        parts.append(ImagePart(run.encode(run.loaded[role]), role))
     questions: list[dict[str, Any]] = []
     for question in spec.sub_questions:
         names = [_image_name(run, shown, r) for r in question.image_roles]
@@ -151,7 +151,7 @@ def build_pq_messages(run: SampleRun) -> list[Message]:
     """The PQ request: the output image and the naturalness/artifacts rules."""
     parts = (
         TextPart(f"Image 1: {run.task.role_label('output')}"),
-        ImagePart(run.encode(run.images["output"]), "output"),
+        ImagePart(run.encode(run.loaded["output"]), "output"),
         TextPart(render_for(run, "rubric_viescore_pq.j2")),
     )
     return [

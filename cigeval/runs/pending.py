@@ -16,8 +16,8 @@ from cigeval.terminal import echo, safe_text
 @dataclass
 class PendingCounts:
     """What :func:`pending_samples` left out: ids already recorded, and repeated ids; which
-    recorded samples it handed on again because an image changed; and the hashes of the image
-    files of the samples it handed on (by id, for their records)."""
+    recorded samples it handed on again because an image changed; and the items it handed on
+    (by id, until their records are written)."""
 
     skipped: int = 0
     duplicates: int = 0
@@ -25,7 +25,7 @@ class PendingCounts:
     rechecked: list[str] = field(default_factory=list)
     #: Recorded samples kept without hashing their images (``recheck_images`` off).
     unchecked: int = 0
-    image_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    items: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,9 +80,7 @@ def pending_samples(
             continue
         if rules.max_text_chars is not None:
             item = _capped(item, position, rules.max_text_chars)
-        hashes = image_file_hashes(item)
-        if hashes:
-            counts.image_files[sample_id] = hashes
+        counts.items[sample_id] = item
         yield item
 
 

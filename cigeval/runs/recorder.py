@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from cigeval.redact import redact_credentials
 from cigeval.runs.breaker import CircuitBreaker
+from cigeval.runs.sample_files import image_file_hashes
 from cigeval.signals import CIRCUIT_BREAKER, Stop
 
 if TYPE_CHECKING:
@@ -54,9 +55,10 @@ class Recorder:
         self.breaker = CircuitBreaker(options.circuit_breaker)
         #: Entries added to each record's provenance (e.g. the samples file's snapshot).
         self.provenance: dict[str, Any] = {}
-        #: The sha256 of each sample's image files by id (``PendingCounts.image_files``),
-        #: written to its record as ``provenance.image_files``.
-        self.image_files: dict[str, dict[str, str]] = {}
+        #: The items being judged by id (``PendingCounts.items``): the sha256 of the image
+        #: files of one whose Score does not hold them (its images were never loaded, or it
+        #: came from a Ray worker) are read from them for its ``provenance.image_files``.
+        self.items: dict[str, Any] = {}
         summary.degraded_are_errors = options.on_degraded == "error"
 
     def accept(self, score: Score) -> bool:
@@ -90,7 +92,8 @@ class Recorder:
         if score.error and redact_credentials(score.error) != score.error:
             score = score.model_copy(update={"error": redact_credentials(score.error)})
         extra = dict(self.provenance)
-        files = self.image_files.pop(score.id, None)
+        item = self.items.pop(score.id, None)
+        files = score.file_hashes or (image_file_hashes(item) if item is not None else {})
         if files:
             extra["image_files"] = files
         if extra:

@@ -162,7 +162,7 @@ def _judge(
         total = expected_total(source, writer.finished, options.limit)
         progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)
         recorder = Recorder(writer, summary, options, stop, progress)
-        recorder.image_files = counts.image_files
+        recorder.items = counts.items
         if snapshot is not None:
             recorder.provenance["samples_file"] = snapshot.provenance()
         servers = None

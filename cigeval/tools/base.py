@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
@@ -74,17 +74,18 @@ CallModel: TypeAlias = "Callable[[str, list[Message]], Awaitable[str]]"
 class ToolContext:
     """Everything a tool may use for one sub-question of one sample.
 
-    ``images`` holds the sample's loaded images by role; multi-concept subjects appear as
-    ``subject_1`` and ``subject_2``. ``memo`` is shared by all sub-questions of the sample
-    (e.g. one scene graph per distinct image). ``encode`` returns the sample's cached
-    encoding of an image. ``call_model`` asks the judge model and records the call in the trace;
+    ``images`` holds the sample's loaded images by role (each decoded when first looked up);
+    multi-concept subjects appear as ``subject_1`` and ``subject_2``. ``memo`` is shared by
+    all sub-questions of the sample (e.g. one scene graph per distinct image). ``encode``
+    returns the sample's cached encoding of an image. ``call_model`` asks the judge model and
+    records the call in the trace;
     ``call_scene_graph_model`` asks the scene-graph model (``EvalConfig.scene_graph_model``),
     None when the judge writes the scene graphs too.
     """
 
     sample: Sample
     question: SubQuestion
-    images: dict[str, Image.Image]
+    images: Mapping[str, Image.Image]
     config: EvalConfig
     query: str | None
     call_model: CallModel
