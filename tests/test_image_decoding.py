@@ -352,13 +352,13 @@ def test_a_run_hashes_each_image_file_once_the_loaders_hash_goes_on_record(
     missing = {**samples[0], "id": "missing", "images": {"output": str(tmp_path / "gone.png")}}
     path = write_jsonl(tmp_path / "samples.jsonl", [*samples, missing])
     hashed_again: list[Path] = []
-    real_sha256 = sample_files.file_sha256
+    real_sha256 = sample_files.known_file_sha256
 
     def counting(file: Path) -> str:
         hashed_again.append(file)
         return real_sha256(file)
 
-    monkeypatch.setattr(sample_files, "file_sha256", counting)
+    monkeypatch.setattr(sample_files, "known_file_sha256", counting)
     evaluator = Evaluator(ScriptedBackend(rule_judge()), run_config=RunConfig(preflight=False))
     evaluator.run(path, out=tmp_path / "out.jsonl", quiet=True)
     # only the sample whose images were never loaded has its files hashed by the run
