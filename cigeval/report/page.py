@@ -57,7 +57,6 @@ from cigeval.results.run import (
     unique_labels,
 )
 from cigeval.rubrics.registry import record_score_range
-from cigeval.score import Score
 
 #: Cards shown per page of the report.
 PAGE_SIZE = 200
@@ -314,7 +313,7 @@ def build_report(
     :func:`~cigeval.report.images.default_thumbnail_cache`, False for none.
     """
     items = list(sources)
-    if items and all(isinstance(i, Score | dict) for i in items):
+    if items and not any(isinstance(i, str | Path | Run) for i in items):  # Scores or records
         runs = [run_from_scores(items)]
     else:
         runs = []
