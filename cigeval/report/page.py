@@ -58,6 +58,8 @@ from cigeval.results.run import (
 )
 from cigeval.rubrics.registry import record_score_range
 
+#: One sample as the runs judged it: (run label, its record or None) per run.
+Judged = list[tuple[str, dict[str, Any] | None]]
 #: Cards shown per page of the report.
 PAGE_SIZE = 200
 #: Points drawn per judge-vs-human scatter (an even subsample beyond that).
@@ -100,9 +102,21 @@ class Report:
     problems: list[str] = field(default_factory=list)
     #: The Compare section (report/compare.py), already rendered.
     compare_html: str = ""
+    _prepared: list[tuple[dict[str, Any], set[str], tuple[int, str, Judged]]] | None = field(
+        default=None, repr=False
+    )
 
     # -- cards -------------------------------------------------------------------------
-    def _image_tag(self, inline: bool) -> ImageTag:
+    def _image_tag(self, inline: bool, used: set[str] | None = None) -> ImageTag:
+        """``used``: the thumbnails are still being made; every image is taken as shown and
+        its hash noted in ``used``."""
+        if used is not None:
+
+            def assumed(sha: str, caption: str) -> Figure:
+                used.add(sha)
+                return Figure(caption, key=sha)
+
+            return assumed
         thumbnails = self.catalog.thumbnails
         missing = {m.sha256: m.reason for m in self.catalog.missing}
 
@@ -116,39 +130,40 @@ class Report:
 
         return tag
 
-    def _cards(self, inline: bool, limit: int | None = None) -> list[dict[str, Any]]:
+    def _samples(self, limit: int | None = None) -> list[tuple[int, str, Judged]]:
+        """(order, sample id, (run label, record or None) per run) of the first ``limit``."""
         by_id = [run.by_id() for run in self.runs]
         labels = [run.label for run in self.runs]
-        tag = self._image_tag(inline)
-        cards = []
-        for order, sid in enumerate(sample_ids(self.runs)):
-            if limit is not None and order >= limit:
-                break
-            judged = [
-                (label, records.get(sid)) for label, records in zip(labels, by_id, strict=True)
-            ]
-            present = [r for _, r in judged if r is not None]
-            first = present[0]
-            scores = [score_of(r) if r is not None else None for _, r in judged]
-            finite = [s for s in scores if s is not None]
-            search = " ".join(
-                str(v) for r in present for v in (r.get("conditions") or {}).values()
-            ).lower()
-            cards.append(
-                {
-                    "order": order,
-                    "id": sid,
-                    "task": str(first.get("task", "?")),
-                    "generator": generator_of(first),
-                    "scores": scores,
-                    "errors": len(scores) - len(finite),
-                    "spread": (max(finite) - min(finite)) if len(finite) > 1 else None,
-                    "degraded": sum(degraded_count(r) for r in present),
-                    "search": search,
-                    "html": sample_card(sid, judged, tag),
-                }
+        ids = sample_ids(self.runs)[:limit]
+        return [
+            (
+                order,
+                sid,
+                [(label, records.get(sid)) for label, records in zip(labels, by_id, strict=True)],
             )
-        return cards
+            for order, sid in enumerate(ids)
+        ]
+
+    def _cards(self, inline: bool, limit: int | None = None) -> list[dict[str, Any]]:
+        if not inline and self._prepared is not None:
+            shown = self.catalog.thumbnails.keys()
+            tag = self._image_tag(False)
+            return [
+                card if used <= shown else _card(*sample, tag)  # a missing image: again
+                for card, used, sample in self._prepared
+            ]
+        tag = self._image_tag(inline)
+        return [_card(*sample, tag) for sample in self._samples(limit)]
+
+    def prepare_cards(self) -> None:
+        """Render the page's cards while the thumbnails are still being made, each as if all
+        its images were shown; :meth:`to_html` renders again those with a missing image."""
+        prepared = []
+        for sample in self._samples():
+            used: set[str] = set()
+            prepared.append((_card(*sample, self._image_tag(False, used)), used, sample))
+        _macro("page")  # compiled now too
+        self._prepared = prepared
 
     # -- sections ----------------------------------------------------------------------
     def _header(self) -> Markup:
@@ -255,6 +270,27 @@ def json_for_script(data: Any) -> str:
     ):
         text = text.replace(char, escaped)
     return text
+
+
+def _card(order: int, sid: str, judged: Judged, tag: ImageTag) -> dict[str, Any]:
+    """One sample's entry in the page's data: what the filters and sorting read, and its HTML."""
+    present = [r for _, r in judged if r is not None]
+    first = present[0]
+    scores = [score_of(r) if r is not None else None for _, r in judged]
+    finite = [s for s in scores if s is not None]
+    search = " ".join(str(v) for r in present for v in (r.get("conditions") or {}).values())
+    return {
+        "order": order,
+        "id": sid,
+        "task": str(first.get("task", "?")),
+        "generator": generator_of(first),
+        "scores": scores,
+        "errors": len(scores) - len(finite),
+        "spread": (max(finite) - min(finite)) if len(finite) > 1 else None,
+        "degraded": sum(degraded_count(r) for r in present),
+        "search": search.lower(),
+        "html": sample_card(sid, judged, tag),
+    }
 
 
 def _short_reason(reason: str) -> str:
@@ -381,5 +417,6 @@ def build_report(
         problems=problems,
         compare_html=compare_section(runs, baseline, n_boot, level, seed),
     )
+    report.prepare_cards()
     thumbnails.result()
     return report

@@ -46,10 +46,16 @@ __getattr__, __dir__ = lazy_exports(
         "to_frame": ".frame",
         "record_to_html": ".html",
         **dict.fromkeys(
-            ("ResultsWriter", "SkippedLine", "last_record_per_id", "read_records",
-             "rejected_path", "repair_tail"),
+            (
+                "ResultsWriter",
+                "SkippedLine",
+                "last_record_per_id",
+                "read_records",
+                "rejected_path",
+                "repair_tail",
+            ),
             ".jsonl",
-        ),  # fmt: skip
+        ),
         **dict.fromkeys(("ResultsLock", "ResultsLocked"), ".lock"),
         **dict.fromkeys(("RunSummary", "load_price_table"), ".summary"),
     },
