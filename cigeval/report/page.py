@@ -58,8 +58,6 @@ from cigeval.results.run import (
 )
 from cigeval.rubrics.registry import record_score_range
 
-#: One sample as the runs judged it: (run label, its record or None) per run.
-Judged = list[tuple[str, dict[str, Any] | None]]
 #: Cards shown per page of the report.
 PAGE_SIZE = 200
 #: Points drawn per judge-vs-human scatter (an even subsample beyond that).
@@ -102,21 +100,11 @@ class Report:
     problems: list[str] = field(default_factory=list)
     #: The Compare section (report/compare.py), already rendered.
     compare_html: str = ""
-    _prepared: list[tuple[dict[str, Any], set[str], tuple[int, str, Judged]]] | None = field(
-        default=None, repr=False
-    )
+    #: The cards rendered while the thumbnails were made (:meth:`prepare_cards`).
+    early_cards: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     # -- cards -------------------------------------------------------------------------
-    def _image_tag(self, inline: bool, used: set[str] | None = None) -> ImageTag:
-        """``used``: the thumbnails are still being made; every image is taken as shown and
-        its hash noted in ``used``."""
-        if used is not None:
-
-            def assumed(sha: str, caption: str) -> Figure:
-                used.add(sha)
-                return Figure(caption, key=sha)
-
-            return assumed
+    def _image_tag(self, inline: bool) -> ImageTag:
         thumbnails = self.catalog.thumbnails
         missing = {m.sha256: m.reason for m in self.catalog.missing}
 
@@ -130,40 +118,51 @@ class Report:
 
         return tag
 
-    def _samples(self, limit: int | None = None) -> list[tuple[int, str, Judged]]:
-        """(order, sample id, (run label, record or None) per run) of the first ``limit``."""
+    def _cards(
+        self, inline: bool, limit: int | None = None, tag: ImageTag | None = None
+    ) -> list[dict[str, Any]]:
         by_id = [run.by_id() for run in self.runs]
         labels = [run.label for run in self.runs]
-        ids = sample_ids(self.runs)[:limit]
-        return [
-            (
-                order,
-                sid,
-                [(label, records.get(sid)) for label, records in zip(labels, by_id, strict=True)],
-            )
-            for order, sid in enumerate(ids)
-        ]
-
-    def _cards(self, inline: bool, limit: int | None = None) -> list[dict[str, Any]]:
-        if not inline and self._prepared is not None:
-            shown = self.catalog.thumbnails.keys()
-            tag = self._image_tag(False)
-            return [
-                card if used <= shown else _card(*sample, tag)  # a missing image: again
-                for card, used, sample in self._prepared
+        tag = tag or self._image_tag(inline)
+        early, shown = None if inline else self.early_cards, self.catalog.thumbnails
+        cards = []
+        for order, sid in enumerate(sample_ids(self.runs)):
+            if limit is not None and order >= limit:
+                break
+            judged = [
+                (label, records.get(sid)) for label, records in zip(labels, by_id, strict=True)
             ]
-        tag = self._image_tag(inline)
-        return [_card(*sample, tag) for sample in self._samples(limit)]
+            present = [r for _, r in judged if r is not None]
+            if early and all(s in shown for r in present for _, s in requested_hashes(r)):
+                cards.append(early[order])  # no image of it is missing: as rendered early
+                continue
+            first = present[0]
+            scores = [score_of(r) if r is not None else None for _, r in judged]
+            finite = [s for s in scores if s is not None]
+            search = " ".join(
+                str(v) for r in present for v in (r.get("conditions") or {}).values()
+            ).lower()
+            cards.append(
+                {
+                    "order": order,
+                    "id": sid,
+                    "task": str(first.get("task", "?")),
+                    "generator": generator_of(first),
+                    "scores": scores,
+                    "errors": len(scores) - len(finite),
+                    "spread": (max(finite) - min(finite)) if len(finite) > 1 else None,
+                    "degraded": sum(degraded_count(r) for r in present),
+                    "search": search,
+                    "html": sample_card(sid, judged, tag),
+                }
+            )
+        return cards
 
     def prepare_cards(self) -> None:
-        """Render the page's cards while the thumbnails are still being made, each as if all
-        its images were shown; :meth:`to_html` renders again those with a missing image."""
-        prepared = []
-        for sample in self._samples():
-            used: set[str] = set()
-            prepared.append((_card(*sample, self._image_tag(False, used)), used, sample))
+        """Render the page's cards while the thumbnails are still being made, as if every
+        image were shown; :meth:`to_html` renders again those with an image missing."""
+        self.early_cards = self._cards(False, tag=lambda sha, caption: Figure(caption, key=sha))
         _macro("page")  # compiled now too
-        self._prepared = prepared
 
     # -- sections ----------------------------------------------------------------------
     def _header(self) -> Markup:
@@ -270,27 +269,6 @@ def json_for_script(data: Any) -> str:
     ):
         text = text.replace(char, escaped)
     return text
-
-
-def _card(order: int, sid: str, judged: Judged, tag: ImageTag) -> dict[str, Any]:
-    """One sample's entry in the page's data: what the filters and sorting read, and its HTML."""
-    present = [r for _, r in judged if r is not None]
-    first = present[0]
-    scores = [score_of(r) if r is not None else None for _, r in judged]
-    finite = [s for s in scores if s is not None]
-    search = " ".join(str(v) for r in present for v in (r.get("conditions") or {}).values())
-    return {
-        "order": order,
-        "id": sid,
-        "task": str(first.get("task", "?")),
-        "generator": generator_of(first),
-        "scores": scores,
-        "errors": len(scores) - len(finite),
-        "spread": (max(finite) - min(finite)) if len(finite) > 1 else None,
-        "degraded": sum(degraded_count(r) for r in present),
-        "search": search.lower(),
-        "html": sample_card(sid, judged, tag),
-    }
 
 
 def _short_reason(reason: str) -> str:
