@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -159,10 +160,12 @@ class Report:
         return cards
 
     def prepare_cards(self) -> None:
-        """Render the page's cards while the thumbnails are still being made, as if every
-        image were shown; :meth:`to_html` renders again those with an image missing."""
+        """Render the page's cards and leaderboards while the thumbnails are still being made,
+        each card as if all its images were shown (:meth:`to_html` renders again those with an
+        image missing)."""
         self.early_cards = self._cards(False, tag=lambda sha, caption: Figure(caption, key=sha))
-        _macro("page")  # compiled now too
+        _macro("page")  # compiled now too, and the leaderboards rendered
+        self._leaderboards  # noqa: B018
 
     # -- sections ----------------------------------------------------------------------
     def _header(self) -> Markup:
@@ -184,6 +187,7 @@ class Report:
             items.append(f"… and {len(missing) - 500} more missing images")
         return _macro("problems")(items)
 
+    @cached_property
     def _leaderboards(self) -> Markup:
         boxes = []
         for run, board, humans in zip(self.runs, self.leaderboards, self.humans, strict=True):
@@ -214,7 +218,7 @@ class Report:
             "page_size": PAGE_SIZE,
         }
         body = Markup("").join(
-            (self._header(), self._problems(), self._leaderboards(), Markup(self.compare_html))
+            (self._header(), self._problems(), self._leaderboards, Markup(self.compare_html))
         )
         page = _macro("page")(
             self.title,
@@ -236,7 +240,7 @@ class Report:
     def fragment(self, max_cards: int = 20) -> str:
         """A static HTML fragment (no script): leaderboard, plots and the first cards."""
         cards = [Markup(c["html"]) for c in self._cards(inline=True, limit=max_cards)]
-        body = Markup("").join((self._problems(), self._leaderboards(), Markup(self.compare_html)))
+        body = Markup("").join((self._problems(), self._leaderboards, Markup(self.compare_html)))
         total = len(sample_ids(self.runs))
         css = Markup(CARD_CSS + _FRAGMENT_CSS)
         return str(_macro("fragment")(css, body, cards, len(cards), total))
