@@ -40,22 +40,13 @@ __all__ = [
 ]
 
 # Loaded on first use: reading records (a report) needs neither Score nor pandas.
+_JSONL = "ResultsWriter SkippedLine last_record_per_id read_records rejected_path repair_tail"
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "to_frame": ".frame",
         "record_to_html": ".html",
-        **dict.fromkeys(
-            (
-                "ResultsWriter",
-                "SkippedLine",
-                "last_record_per_id",
-                "read_records",
-                "rejected_path",
-                "repair_tail",
-            ),
-            ".jsonl",
-        ),
+        **dict.fromkeys(_JSONL.split(), ".jsonl"),
         **dict.fromkeys(("ResultsLock", "ResultsLocked"), ".lock"),
         **dict.fromkeys(("RunSummary", "load_price_table"), ".summary"),
     },
