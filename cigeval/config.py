@@ -18,7 +18,6 @@ fields without paying for it.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +32,7 @@ from pydantic import (
     model_validator,
 )
 
+from cigeval._cache_dir import default_cache_dir
 from cigeval._flag import flag as _flag
 from cigeval.errors import ConfigError
 from cigeval.messages import (
@@ -44,15 +44,6 @@ from cigeval.messages import (
 from cigeval.method import DEFAULT_METHOD, Method, with_method_settings
 from cigeval.rules import COMBINE_RULES, Aggregate
 from cigeval.tools.settings import DifferenceConfig, GroundingConfig
-
-
-def default_cache_dir() -> Path:
-    """Per-user cache directory: ``$CIGEVAL_CACHE_DIR`` or ``$XDG_CACHE_HOME/cigeval``."""
-    if os.environ.get("CIGEVAL_CACHE_DIR"):
-        return Path(os.environ["CIGEVAL_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "cigeval"
-
 
 #: The sampling settings the paper's method leaves to the provider (not sent unless given).
 SAMPLING_SETTINGS = ("temperature", "max_tokens", "seed")

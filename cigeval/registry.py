@@ -115,6 +115,11 @@ class Registry(Generic[T]):
             entry.lazy = None
         return entry.item
 
+    def unloaded(self, name: str) -> Lazy | None:
+        """The import path or factory ``name`` is registered with, while not loaded yet."""
+        entry = self._entries.get(normalize_name(name))
+        return entry.lazy if entry is not None and entry.item is None else None
+
     def canonical(self, name: str) -> str:
         """The registered spelling of ``name`` (ConfigError when unknown)."""
         key = normalize_name(name)

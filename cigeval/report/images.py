@@ -72,7 +72,7 @@ def thumbnail_data_uri(image: Image.Image, side: int = THUMBNAIL_SIDE, *, own: b
 def default_thumbnail_cache() -> Path:
     """Where thumbnails are cached unless told otherwise: ``thumbnails/`` in cigeval's cache
     folder (``$CIGEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/cigeval``)."""
-    from cigeval.config import default_cache_dir
+    from cigeval._cache_dir import default_cache_dir
 
     return default_cache_dir() / "thumbnails"
 

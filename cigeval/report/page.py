@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,6 @@ from cigeval.results.run import (
     unique_labels,
 )
 from cigeval.rubrics.registry import record_score_range
-from cigeval.score import Score
 
 #: Cards shown per page of the report.
 PAGE_SIZE = 200
@@ -101,6 +101,8 @@ class Report:
     problems: list[str] = field(default_factory=list)
     #: The Compare section (report/compare.py), already rendered.
     compare_html: str = ""
+    #: The cards rendered while the thumbnails were made (:meth:`prepare_cards`).
+    early_cards: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     # -- cards -------------------------------------------------------------------------
     def _image_tag(self, inline: bool) -> ImageTag:
@@ -117,10 +119,13 @@ class Report:
 
         return tag
 
-    def _cards(self, inline: bool, limit: int | None = None) -> list[dict[str, Any]]:
+    def _cards(
+        self, inline: bool, limit: int | None = None, tag: ImageTag | None = None
+    ) -> list[dict[str, Any]]:
         by_id = [run.by_id() for run in self.runs]
         labels = [run.label for run in self.runs]
-        tag = self._image_tag(inline)
+        tag = tag or self._image_tag(inline)
+        early, shown = None if inline else self.early_cards, self.catalog.thumbnails
         cards = []
         for order, sid in enumerate(sample_ids(self.runs)):
             if limit is not None and order >= limit:
@@ -129,6 +134,9 @@ class Report:
                 (label, records.get(sid)) for label, records in zip(labels, by_id, strict=True)
             ]
             present = [r for _, r in judged if r is not None]
+            if early and all(s in shown for r in present for _, s in requested_hashes(r)):
+                cards.append(early[order])  # no image of it is missing: as rendered early
+                continue
             first = present[0]
             scores = [score_of(r) if r is not None else None for _, r in judged]
             finite = [s for s in scores if s is not None]
@@ -151,6 +159,14 @@ class Report:
             )
         return cards
 
+    def prepare_cards(self) -> None:
+        """Render the page's cards and leaderboards while the thumbnails are still being made,
+        each card as if all its images were shown (:meth:`to_html` renders again those with an
+        image missing)."""
+        self.early_cards = self._cards(False, tag=lambda sha, caption: Figure(caption, key=sha))
+        _macro("page")  # compiled now too, and the leaderboards rendered
+        self._leaderboards  # noqa: B018
+
     # -- sections ----------------------------------------------------------------------
     def _header(self) -> Markup:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -171,6 +187,7 @@ class Report:
             items.append(f"… and {len(missing) - 500} more missing images")
         return _macro("problems")(items)
 
+    @cached_property
     def _leaderboards(self) -> Markup:
         boxes = []
         for run, board, humans in zip(self.runs, self.leaderboards, self.humans, strict=True):
@@ -201,7 +218,7 @@ class Report:
             "page_size": PAGE_SIZE,
         }
         body = Markup("").join(
-            (self._header(), self._problems(), self._leaderboards(), Markup(self.compare_html))
+            (self._header(), self._problems(), self._leaderboards, Markup(self.compare_html))
         )
         page = _macro("page")(
             self.title,
@@ -223,7 +240,7 @@ class Report:
     def fragment(self, max_cards: int = 20) -> str:
         """A static HTML fragment (no script): leaderboard, plots and the first cards."""
         cards = [Markup(c["html"]) for c in self._cards(inline=True, limit=max_cards)]
-        body = Markup("").join((self._problems(), self._leaderboards(), Markup(self.compare_html)))
+        body = Markup("").join((self._problems(), self._leaderboards, Markup(self.compare_html)))
         total = len(sample_ids(self.runs))
         css = Markup(CARD_CSS + _FRAGMENT_CSS)
         return str(_macro("fragment")(css, body, cards, len(cards), total))
@@ -314,7 +331,7 @@ def build_report(
     :func:`~cigeval.report.images.default_thumbnail_cache`, False for none.
     """
     items = list(sources)
-    if items and all(isinstance(i, Score | dict) for i in items):
+    if items and not any(isinstance(i, str | Path | Run) for i in items):  # Scores or records
         runs = [run_from_scores(items)]
     else:
         runs = []
@@ -382,5 +399,6 @@ def build_report(
         problems=problems,
         compare_html=compare_section(runs, baseline, n_boot, level, seed),
     )
+    report.prepare_cards()
     thumbnails.result()
     return report

@@ -6,18 +6,23 @@ with one policy for lines that cannot be read; one run per results file
 (:mod:`cigeval.results.lock`).
 """
 
-from cigeval.results.frame import to_frame
-from cigeval.results.html import record_to_html
-from cigeval.results.jsonl import (
-    ResultsWriter,
-    SkippedLine,
-    last_record_per_id,
-    read_records,
-    rejected_path,
-    repair_tail,
-)
-from cigeval.results.lock import ResultsLock, ResultsLocked
-from cigeval.results.summary import RunSummary, load_price_table
+from typing import TYPE_CHECKING
+
+from cigeval._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from cigeval.results.frame import to_frame
+    from cigeval.results.html import record_to_html
+    from cigeval.results.jsonl import (
+        ResultsWriter,
+        SkippedLine,
+        last_record_per_id,
+        read_records,
+        rejected_path,
+        repair_tail,
+    )
+    from cigeval.results.lock import ResultsLock, ResultsLocked
+    from cigeval.results.summary import RunSummary, load_price_table
 
 __all__ = [
     "ResultsLock",
@@ -33,3 +38,17 @@ __all__ = [
     "repair_tail",
     "to_frame",
 ]
+
+# Loaded on first use: reading records (a report) needs neither Score nor pandas.
+_JSONL = "ResultsWriter SkippedLine last_record_per_id read_records rejected_path repair_tail"
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "to_frame": ".frame",
+        "record_to_html": ".html",
+        **dict.fromkeys(_JSONL.split(), ".jsonl"),
+        **dict.fromkeys(("ResultsLock", "ResultsLocked"), ".lock"),
+        **dict.fromkeys(("RunSummary", "load_price_table"), ".summary"),
+    },
+    __all__,
+)

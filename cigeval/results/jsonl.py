@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from cigeval._unicode import safe_text
 from cigeval.errors import ResultsWriteError
@@ -38,7 +38,9 @@ from cigeval.results.fingerprint import (
 )
 from cigeval.results.lock import ResultsLock, planted_link_error
 from cigeval.results.syncing import SYNC_INTERVAL_S, SYNC_RECORDS, BatchedSync
-from cigeval.score import Score
+
+if TYPE_CHECKING:
+    from cigeval.score import Score
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ from cigeval.results.fingerprint import differing_settings, fingerprint_of, sett
 from cigeval.results.jsonl import SkippedLine, last_record_per_id, read_records
 from cigeval.rubrics.base import out_of_range
 from cigeval.rubrics.registry import record_score_range
-from cigeval.score import Score
 
 
 @dataclass
@@ -111,6 +110,8 @@ def run_from_scores(scores: Iterable[Any], label: str | None = None) -> Run:
     The input images and tool images Scores hold in memory are kept, so a notebook shows them
     even when the records name no image files.
     """
+    from cigeval.score import Score
+
     records: list[dict[str, Any]] = []
     images: dict[str, Any] = {}
     for item in scores:

@@ -69,7 +69,10 @@ def record_score_range(record: Mapping[str, Any]) -> tuple[float, float]:
         and all(isinstance(v, int | float) and not isinstance(v, bool) for v in declared)
     ):
         return float(declared[0]), float(declared[1])
+    name = str(record.get("rubric") or "cigeval")
+    if RUBRICS.unloaded(name) in BUILTIN_RUBRICS.values():
+        return DEFAULT_SCORE_RANGE  # no built-in rubric declares a range: none is imported
     try:
-        return score_range_of(RUBRICS.get(str(record.get("rubric") or "cigeval")))
+        return score_range_of(RUBRICS.get(name))
     except Exception:  # not registered here, or cannot be loaded here: the default range
         return DEFAULT_SCORE_RANGE

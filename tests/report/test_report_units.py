@@ -110,6 +110,8 @@ def test_missing_images_and_unreadable_lines_are_listed_not_fatal(tmp_path):
     data = json.loads(page.split('id="cg-data">')[1].split("</script>")[0])
     gone_card = next(c["html"] for c in data["samples"] if c["id"] == "gone")
     assert gone_card.count('class="cg-missing"') == 2 and "data-img" not in gone_card
+    report.early_cards = None  # cards rendered after the thumbnails rather than during: the same
+    assert report.to_html().split('id="cg-data">')[1] == page.split('id="cg-data">')[1]
 
 
 def test_an_ok_record_without_a_number_is_listed_and_counted_as_an_error(tmp_path):

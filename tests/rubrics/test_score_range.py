@@ -39,3 +39,25 @@ def test_the_range_a_record_carries_wins_over_its_rubric() -> None:
             1.0,
             5.0,
         )
+
+
+def test_built_in_rubrics_are_not_imported_for_their_range_and_declare_none() -> None:
+    import subprocess
+    import sys
+
+    from cigeval.rubrics.base import DEFAULT_SCORE_RANGE, score_range_of
+    from cigeval.rubrics.registry import BUILTIN_RUBRICS
+
+    # record_score_range answers 0 to 1 for a built-in without loading it: true only while
+    # no built-in declares another range
+    for name in BUILTIN_RUBRICS:
+        assert score_range_of(RUBRICS.get(name)) == DEFAULT_SCORE_RANGE, name
+    code = (
+        "import sys; from cigeval.rubrics.registry import record_score_range as r; "
+        "assert r({'id': '1', 'rubric': 'cigeval'}) == (0.0, 1.0); "
+        "assert r({'id': '2', 'rubric': 'viescore'}) == (0.0, 1.0); "
+        "print(sorted(m for m in sys.modules if m.startswith(('cigeval.agent', 'langgraph'))))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]"
