@@ -35,6 +35,7 @@ from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from cigeval.tools.difference import DifferenceTool
 from cigeval.tools.registry import TOOLS, register_tool
+from tests.test_records_unchanged import without
 
 #: Fields that measure time, different in every run.
 TIMINGS = {("usage", "wall_ms"), ("trace", "time"), ("trace", "latency_s")}
@@ -54,14 +55,7 @@ def judged(
 
 
 def without_timings(record: dict[str, Any]) -> dict[str, Any]:
-    copy = json.loads(json.dumps(record))
-    for section, name in TIMINGS:
-        value = copy.get(section)
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, dict):
-                item.pop(name, None)
-    copy["trace"] = sorted(copy.get("trace", []), key=lambda e: json.dumps(e, sort_keys=True))
-    return copy
+    return without(record, TIMINGS)
 
 
 def no_agent(monkeypatch: pytest.MonkeyPatch) -> None:
