@@ -70,9 +70,7 @@ def load_image(
             message = f"{role} image is too large {where}, limit {max_bytes} bytes"
             raise InputError(message, sample_id)
         return _decode(data, where, None, role, sample_id, max_pixels, convert)
-    path = Path(image)
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
+    path = image_path(image, base_dir)
     if not path.exists():
         raise InputError(f"{role} image not found: {path}", sample_id)
     if path.is_dir():
@@ -97,6 +95,15 @@ def load_image(
     except Exception as exc:
         raise _refused(exc, role, str(path), sample_id) from None
     return _decode(data, str(path), str(path.resolve()), role, sample_id, max_pixels, convert)
+
+
+def image_path(image: str | Path, base_dir: Path | None) -> Path:
+    """The file an image path of a sample names: a relative path is relative to ``base_dir``
+    (the samples file's folder), where one is given."""
+    path = Path(image)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    return path
 
 
 def _decode(

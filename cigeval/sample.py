@@ -390,6 +390,19 @@ def candidate_role(label: str) -> str:
     return f"candidate:{label}"
 
 
+def image_inputs(sample: Sample) -> Iterator[tuple[str, Any]]:
+    """Each image ``sample`` gives, as given (a path, bytes or a PIL image), by the name errors
+    and records use: ``output``, ``subjects[1]``, ``candidates.A``."""
+    for role, value in sample.images.provided().items():
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                yield f"{role}[{index}]", item
+        else:
+            yield role, value
+    for label, value in (sample.candidates or {}).items():
+        yield f"candidates.{label}", value
+
+
 def load_sample_images(sample: Sample) -> dict[str, LoadedImage]:
     """Load every image of ``sample`` by role (``subjects`` become ``subject_1``/``subject_2``,
     ``outputs`` become ``output_1``..., candidates ``candidate:<label>``). A side-by-side

@@ -26,17 +26,17 @@ from typing import Any
 from cigeval._digest import known_file_sha256
 from cigeval.backends.cache import ResponseCache
 from cigeval.image_store import ImageStore
-from cigeval.images import EncodedImage
+from cigeval.images import EncodedImage, image_path
 from cigeval.messages import ModelResponse, normalize_finish_reason
 from cigeval.rubrics.registry import BUILTIN_RUBRICS
-from cigeval.sample import Sample
+from cigeval.sample import Sample, image_inputs
 from cigeval.score import Score
 from cigeval.tasks import get_task
 from cigeval.tasks.builtin import BUILTIN_TASKS
 from cigeval.tools.registry import BUILTIN_TOOLS, ON_REQUEST_TOOLS, resolve_tools
 
 #: Bumped when the sample key or the entry changes.
-REPLAY_FORMAT = 1
+REPLAY_FORMAT = 2
 
 
 class SampleReplay:
@@ -55,8 +55,7 @@ class SampleReplay:
         if not any(get_task(sample.task) is task for task in BUILTIN_TASKS):
             return None
         try:
-            images = _hashed(sample.images.provided(), sample.base_dir)
-            candidates = _hashed(sample.candidates or {}, sample.base_dir)
+            images = _hashed(sample)
         except (OSError, TypeError, ValueError):
             return None
         payload = {
@@ -66,7 +65,6 @@ class SampleReplay:
             "code": source_digest(),
             "sample": sample.model_dump(mode="json", exclude={"images", "candidates"}),
             "images": images,
-            "candidates": candidates,
         }
         return "sample|" + json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
@@ -184,24 +182,19 @@ def answer_digest(answer: ModelResponse) -> str:
     return hashlib.sha256(json.dumps(said).encode("ascii")).hexdigest()
 
 
-def _hashed(images: dict[str, Any], base_dir: Path | None) -> dict[str, Any]:
-    """Each image of ``images`` (by role; lists kept) as its resolved path and sha256; a
-    TypeError for an image given in memory."""
-
-    def one(value: Any) -> Any:
-        if isinstance(value, list):
-            return [one(item) for item in value]
+def _hashed(sample: Sample) -> dict[str, Any]:
+    """Each image of ``sample`` (by the name records use) as its resolved path and sha256,
+    or the sha256 of bytes given; a TypeError for a PIL image given in memory."""
+    hashed: dict[str, Any] = {}
+    for name, value in image_inputs(sample):
         if isinstance(value, bytes):
-            return hashlib.sha256(value).hexdigest()
-        if not isinstance(value, str | Path):
+            hashed[name] = hashlib.sha256(value).hexdigest()
+        elif isinstance(value, str | Path):
+            path = image_path(value, sample.base_dir).resolve()
+            hashed[name] = [str(path), known_file_sha256(path)]
+        else:
             raise TypeError("an image given in memory has no sample key")
-        path = Path(value)
-        if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
-        path = path.resolve()
-        return [str(path), known_file_sha256(path)]
-
-    return {role: one(value) for role, value in images.items()}
+    return hashed
 
 
 @cache

@@ -9,13 +9,13 @@ the sample be judged again, instead of keeping a score of an image that is gone.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from cigeval._digest import known_file_sha256
 from cigeval.errors import CigevalError
-from cigeval.sample import Sample, SampleLine, sample_from_dict
+from cigeval.images import image_path
+from cigeval.sample import Sample, SampleLine, image_inputs, sample_from_dict
 
 #: What an image file that cannot be read hashes to (it differs from any sha256).
 UNREADABLE = "unreadable"
@@ -26,17 +26,6 @@ def _file_sha256(path: Path) -> str:
         return known_file_sha256(path)
     except (OSError, ValueError):  # missing, a folder, a NUL in the name
         return UNREADABLE
-
-
-def _images(sample: Sample) -> Iterator[tuple[str, Any]]:
-    for role, value in sample.images.provided().items():
-        if isinstance(value, list):
-            for index, item in enumerate(value):
-                yield f"{role}[{index}]", item
-        else:
-            yield role, value
-    for label, value in (sample.candidates or {}).items():
-        yield f"candidates.{label}", value
 
 
 def image_file_hashes(item: Any) -> dict[str, str]:
@@ -51,14 +40,11 @@ def image_file_hashes(item: Any) -> dict[str, str]:
     if not isinstance(sample, Sample):
         return {}
     hashes: dict[str, str] = {}
-    for role, value in _images(sample):
+    for role, value in image_inputs(sample):
         if isinstance(value, bytes):
             hashes[role] = hashlib.sha256(value).hexdigest()
         elif isinstance(value, str | Path):
-            path = Path(value)
-            if not path.is_absolute() and sample.base_dir is not None:
-                path = sample.base_dir / path
-            hashes[role] = _file_sha256(path)
+            hashes[role] = _file_sha256(image_path(value, sample.base_dir))
     return hashes
 
 
