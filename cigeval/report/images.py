@@ -29,7 +29,7 @@ from PIL import Image, UnidentifiedImageError
 #: Default longest side of a report thumbnail, in pixels.
 THUMBNAIL_SIDE = 192
 #: How thumbnails are made (scaling, formats): part of the cache key, changed with the method.
-THUMBNAIL_METHOD = "v2"
+THUMBNAIL_METHOD = "v3"
 #: From this many image files to decode on, thumbnails are made by worker processes (one
 #: per core); fewer are made by threads, since starting processes would cost more than it saves.
 PROCESSES_FROM = 256
@@ -50,23 +50,51 @@ class MissingImage:
         return f"sample {self.sample_id!r}, image {self.role} ({self.sha256[:12]}): {self.reason}"
 
 
-def thumbnail_data_uri(image: Image.Image, side: int = THUMBNAIL_SIDE, *, own: bool = False) -> str:
+def thumbnail_data_uri(image: Image.Image, side: int = THUMBNAIL_SIDE) -> str:
     """A data URI of ``image`` downscaled to fit ``side``: PNG when it has few colours (masks,
-    flat drawings stay sharp), JPEG (quality 75) for photographs. ``own``: the image may be
-    scaled in place (it was opened for this), else a copy is."""
-    copy = image if own else image.copy()
-    # a box reduction by whole factors, then a bilinear filter: what is left is under 2x
-    copy.thumbnail((side, side), Image.Resampling.BILINEAR, reducing_gap=1.0)
-    if copy.mode not in ("RGB", "L"):
-        copy = copy.convert("RGB")
+    flat drawings stay sharp), JPEG (quality 75) for photographs. ``image`` is not changed."""
+    small = _downscaled(image, side)
+    if small.mode not in ("RGB", "L"):
+        small = small.convert("RGB")
     buffer = io.BytesIO()
-    if copy.getcolors(256) is not None:
-        copy.save(buffer, format="PNG")
+    if small.getcolors(256) is not None:
+        small.save(buffer, format="PNG")
         mime = "image/png"
     else:
-        copy.save(buffer, format="JPEG", quality=75)
+        small.save(buffer, format="JPEG", quality=75)
         mime = "image/jpeg"
     return f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
+
+
+def _downscaled(image: Image.Image, side: int) -> Image.Image:
+    """``image`` fitted into ``side`` x ``side`` (aspect kept, never enlarged): a box reduction
+    by the whole factor, then a bilinear scale of what is left (under 2x)."""
+    size = _fitted(image.size, side)
+    if size == image.size:
+        return image
+    factor = min(image.width // size[0], image.height // size[1])
+    if factor > 1:
+        image = image.reduce(factor)
+    if image.size == size:
+        return image
+    if image.mode in ("RGB", "L"):
+        # OpenCV's bilinear scale costs about a tenth of Pillow's, whose filter widens with
+        # the ratio; under 2x both give the same picture to the eye (PSNR > 40 dB)
+        import cv2
+        import numpy as np
+
+        scaled = cv2.resize(np.asarray(image), size, interpolation=cv2.INTER_LINEAR)
+        return Image.fromarray(scaled)
+    return image.resize(size, Image.Resampling.BILINEAR)
+
+
+def _fitted(size: tuple[int, int], side: int) -> tuple[int, int]:
+    """``size`` scaled to fit ``side`` x ``side``, aspect kept; never enlarged."""
+    width, height = size
+    scale = side / max(width, height)
+    if scale >= 1:
+        return size
+    return max(1, round(width * scale)), max(1, round(height * scale))
 
 
 def default_thumbnail_cache() -> Path:
@@ -88,9 +116,9 @@ def _read_thumbnail(path: Path, side: int, cache: Path | None) -> str:
     except UnidentifiedImageError:  # named by its path, as when Pillow opens the path
         raise UnidentifiedImageError(f"cannot identify image file {str(path)!r}") from None
     with opened as image:
-        image.draft("RGB", (side, side))  # JPEG: decode at a reduced size, much faster
+        image.draft("RGB", _fitted(image.size, side))  # JPEG: decoded at a reduced size
         image.load()
-        uri = thumbnail_data_uri(image, side, own=True)
+        uri = thumbnail_data_uri(image, side)
     if stored is not None:
         _store_in_cache(stored, uri)
     return uri

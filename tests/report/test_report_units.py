@@ -48,6 +48,24 @@ def test_bootstrap_interval_contains_the_mean_and_is_seeded():
     assert all(math.isnan(v) for v in bootstrap_mean_interval([], 100))
 
 
+def test_a_mean_of_few_distinct_scores_is_resampled_as_counts_with_the_same_interval(
+    monkeypatch,
+):
+    import numpy as np
+
+    import cigeval.stats as stats
+
+    values = (np.random.default_rng(3).integers(0, 11, 500) / 10).tolist()
+    counted = stats.bootstrap_mean_interval(values, 4000, seed=1)
+    monkeypatch.setattr(stats, "_COUNTS_FROM", 10**9)  # every resample drawn index by index
+    indexed = stats.bootstrap_mean_interval(values, 4000, seed=1)
+    assert counted != indexed  # two samplers of one distribution
+    assert counted == pytest.approx(indexed, abs=0.005)
+    half_width = 1.96 * np.std(values) / np.sqrt(len(values))  # the normal approximation
+    assert counted == pytest.approx((np.mean(values) - half_width, np.mean(values) + half_width),
+                                    abs=0.005)  # fmt: skip
+
+
 def test_leaderboard_ranks_two_generators_with_counts_and_errors():
     records = [record(f"a{i}", "A", 0.8 + 0.01 * i) for i in range(5)]
     records += [record(f"b{i}", "B", 0.2 + 0.01 * i, task="text_guided_ie") for i in range(4)]
@@ -270,6 +288,58 @@ def test_thumbnails_from_worker_processes_equal_the_threads_ones(tmp_path, monke
         ("f" * 64, "cannot be read"),
     ]
     assert [str(m) for m in processes.missing] == [str(m) for m in threads.missing]
+
+
+def _decoded(uri):
+    import base64
+    import io
+
+    mime, data = uri.split(";base64,")
+    with Image.open(io.BytesIO(base64.b64decode(data))) as image:
+        return mime.removeprefix("data:"), image.convert("RGB")
+
+
+@pytest.mark.parametrize(
+    ("size", "suffix"), [((512, 384), ".jpg"), ((1000, 260), ".png"), ((250, 250), ".jpg")]
+)
+def test_a_thumbnail_fits_the_side_and_looks_like_the_image(tmp_path, size, suffix):
+    """Whatever the path (JPEG decoded at a reduced size, whole-factor reduction, the bilinear
+    rest), the thumbnail has the fitted size and is close to a careful Lanczos downscale."""
+    import numpy as np
+
+    from cigeval.report.images import _read_thumbnail
+
+    width, height = size
+    ramp = np.linspace(0, 255, width, dtype=np.float32)[None, :].repeat(height, 0)
+    rows = np.linspace(0, 255, height, dtype=np.float32)[:, None].repeat(width, 1)
+    pixels = np.stack([ramp, rows, (ramp + rows) / 2], axis=-1).astype(np.uint8)
+    original = Image.fromarray(pixels)
+    original.paste((200, 30, 30), (width // 4, height // 4, width // 2, height // 2))
+    path = tmp_path / f"picture{suffix}"
+    original.save(path, quality=95)
+    mime, thumb = _decoded(_read_thumbnail(path, 192, None))
+    scale = 192 / max(size)
+    assert thumb.size == (round(width * scale), round(height * scale))
+    assert mime == "image/jpeg"  # a photograph-like picture: many colours
+    with Image.open(path) as reference:
+        expected = np.asarray(reference.convert("RGB").resize(thumb.size, Image.LANCZOS))
+    difference = np.abs(np.asarray(thumb, dtype=float) - expected)
+    assert difference.mean() < 3.0, difference.mean()
+
+
+def test_a_mask_stays_a_sharp_png_and_a_small_image_keeps_its_size(tmp_path):
+    from cigeval.report.images import thumbnail_data_uri
+
+    mask = Image.new("L", (400, 300), 0)
+    mask.paste(255, (100, 100, 300, 200))
+    mime, thumb = _decoded(thumbnail_data_uri(mask, 192))
+    assert mime == "image/png" and thumb.size == (192, 144)
+    assert thumb.getpixel((96, 72)) == (255, 255, 255) and thumb.getpixel((5, 5)) == (0, 0, 0)
+    assert mask.size == (400, 300)  # the caller's image is not changed
+    drawing = Image.new("RGBA", (60, 40), (0, 128, 255, 255))
+    mime, thumb = _decoded(thumbnail_data_uri(drawing, 192))
+    assert mime == "image/png" and thumb.size == (60, 40)
+    assert thumb.getpixel((30, 20)) == (0, 128, 255)
 
 
 def _photo(path, seed):
