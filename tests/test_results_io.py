@@ -97,3 +97,32 @@ def test_last_record_per_id_keeps_the_last_record_in_first_seen_order():
     kept = last_record_per_id(records, duplicates)
     assert kept == [{"id": "a", "v": 3}, {"id": "b", "v": 2}, {"id": 7, "v": 4}]
     assert duplicates == ["a"]
+
+
+def test_every_line_json_reads_is_read_and_the_others_say_why(tmp_path):
+    """Lines are read by orjson, and by the standard json module where orjson refuses: a
+    record with NaN or an integer past 64 bits is still read, bad lines keep their reasons."""
+    path = tmp_path / "r.jsonl"
+    lines = [
+        json.dumps({"id": "plain", "score": 0.5, "text": "caf\u00e9 \u2028"}),
+        '{"id": "nan", "score": NaN}',
+        json.dumps({"id": "huge", "seed": 2**70}),
+        '{"id": "lone", "text": "\\udc80"}',
+        "[1, 2]",
+        '"a string"',
+        "{broken",
+    ]
+    path.write_bytes("\n".join(lines).encode() + b"\n" + b'{"id": "\xff"}\n')
+    skipped: list = []
+    records = list(read_records(path, skipped))
+    assert [r["id"] for r in records] == ["plain", "nan", "huge", "lone"]
+    assert records[0]["text"] == "caf\u00e9 \u2028"
+    assert records[1]["score"] != records[1]["score"]  # NaN, as json reads it
+    assert records[2]["seed"] == 2**70 and records[3]["text"] == "\udc80"
+    assert [str(s) for s in skipped] == [
+        "line 5: not a results record (a JSON object with an id)",
+        "line 6: not a results record (a JSON object with an id)",
+        "line 7: not JSON (Expecting property name enclosed in double quotes: line 1 column 2 "
+        "(char 1))",
+        "line 8: not UTF-8 (invalid start byte at byte 8)",
+    ]

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import orjson
+
 from cigeval._unicode import safe_text
 from cigeval.errors import ResultsWriteError
 from cigeval.results.fingerprint import (
@@ -57,16 +59,26 @@ class SkippedLine:
 def _record(raw: bytes) -> dict[str, Any] | str:
     """The record on one line, or the reason it is not one."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
-    try:
-        record = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        return f"not JSON ({str(exc)[:80]})"
+        record = orjson.loads(raw)  # a few times faster than json on long records
+    except orjson.JSONDecodeError:  # bad bytes or JSON, or what only json reads (NaN, huge ints)
+        record, reason = _read_by_json(raw)
+        if reason is not None:
+            return reason
     if not isinstance(record, dict) or "id" not in record:
         return "not a results record (a JSON object with an id)"
     return record
+
+
+def _read_by_json(raw: bytes) -> tuple[Any, str | None]:
+    """(the value on the line, None), read by the standard json module, or (None, why not)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    try:
+        return json.loads(text), None
+    except (ValueError, RecursionError) as exc:
+        return None, f"not JSON ({str(exc)[:80]})"
 
 
 def rejected_path(path: str | Path) -> Path:
