@@ -202,6 +202,22 @@ class Report:
     # -- output ------------------------------------------------------------------------
     def to_html(self) -> str:
         """The self-contained interactive page."""
+        before, data, after = self._page_parts()
+        return before + data.decode("utf-8") + after
+
+    def write(self, path: str | Path) -> Path:
+        """Write :meth:`to_html` to ``path`` (UTF-8); returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        before, data, after = self._page_parts()
+        with path.open("wb") as page:  # in parts: the page (tens of MB) is never one string
+            page.write(before.encode("utf-8"))
+            page.write(data)
+            page.write(after.encode("utf-8"))
+        return path
+
+    def _page_parts(self) -> tuple[str, bytes, str]:
+        """The page's markup before its data block, the data (JSON in UTF-8), the markup after."""
         script = resources.files("cigeval.report").joinpath("assets/report.js").read_text("utf-8")
         digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
         policy = (
@@ -225,17 +241,11 @@ class Report:
             Markup(policy),  # constants and a base64 digest: its quotes stay as they are
             Markup(PAGE_CSS + CARD_CSS),
             body,
-            Markup(json_for_script(data)),
+            Markup(_DATA_SLOT),
             Markup(script),
         )
-        return str(page)
-
-    def write(self, path: str | Path) -> Path:
-        """Write :meth:`to_html` to ``path`` (UTF-8); returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.to_html(), encoding="utf-8")
-        return path
+        before, _, after = str(page).partition(_DATA_SLOT)
+        return before, json_for_script_bytes(data), after
 
     def fragment(self, max_cards: int = 20) -> str:
         """A static HTML fragment (no script): leaderboard, plots and the first cards."""
@@ -260,19 +270,48 @@ _FRAGMENT_CSS = (
 )
 
 
+#: Where the data block goes in the rendered page; escaped text can hold no ``<``.
+_DATA_SLOT = "<!--cg-data-->"
+
+#: What is written escaped in a data block (as UTF-8), and how.
+_SCRIPT_ESCAPES = (
+    (b"<", b"\\u003c"),
+    (b">", b"\\u003e"),
+    (b"&", b"\\u0026"),
+    ("\u2028".encode(), b"\\u2028"),
+    ("\u2029".encode(), b"\\u2029"),
+)
+
+
 def json_for_script(data: Any) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&``
     (so no ``</script>`` or comment opener can end the block) and no raw U+2028/U+2029."""
-    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    for char, escaped in (
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("&", "\\u0026"),
-        ("\u2028", "\\u2028"),
-        ("\u2029", "\\u2029"),
-    ):
-        text = text.replace(char, escaped)
-    return text
+    return json_for_script_bytes(data).decode("utf-8")
+
+
+def json_for_script_bytes(data: Any) -> bytes:
+    """:func:`json_for_script` as UTF-8 bytes. A dict's values are encoded one by one, so a
+    large value with nothing to escape (the thumbnails' base64) is only searched, not copied."""
+    if isinstance(data, dict) and all(isinstance(key, str) for key in data):
+        members = (_script_json(key) + b":" + _script_json(value) for key, value in data.items())
+        return b"{" + b",".join(members) + b"}"
+    return _script_json(data)
+
+
+def _script_json(data: Any) -> bytes:
+    """JSON by orjson (the standard json module for the text orjson refuses, such as a lone
+    surrogate, written as an escape), with the characters of :data:`_SCRIPT_ESCAPES` escaped."""
+    import orjson
+
+    try:
+        encoded = orjson.dumps(data)
+    except TypeError:  # orjson.JSONEncodeError
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        encoded = text.encode("utf-8", "backslashreplace")
+    for raw, escaped in _SCRIPT_ESCAPES:
+        if raw in encoded:
+            encoded = encoded.replace(raw, escaped)
+    return encoded
 
 
 def _short_reason(reason: str) -> str:

@@ -90,3 +90,12 @@ def test_json_for_script_cannot_close_the_block():
     text = json_for_script({"a": "</script><!-- <script> & \u2028"})
     assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
     assert json.loads(text) == {"a": "</script><!-- <script> & \u2028"}
+    hostile = {
+        "</script>": ["<b>", {"&": "\u2029"}],
+        "images": {"f" * 64: "data:image/png;base64,iVBORw0KGgo="},
+        "lone": "\udc80",  # orjson refuses it: the standard module writes it as an escape
+    }
+    for value in (hostile, [hostile, 1.5, None]):
+        text = json_for_script(value)
+        assert not set("<>&\u2028\u2029") & set(text)
+        assert json.loads(text) == value
