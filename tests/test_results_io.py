@@ -106,7 +106,7 @@ def test_every_line_json_reads_is_read_and_the_others_say_why(tmp_path):
     lines = [
         json.dumps({"id": "plain", "score": 0.5, "text": "caf\u00e9 \u2028"}),
         '{"id": "nan", "score": NaN}',
-        json.dumps({"id": "huge", "seed": 2**70}),
+        json.dumps({"id": "huge", "seed": 2**70 + 1, "low": -(2**63) - 1}),
         '{"id": "lone", "text": "\\udc80"}',
         "[1, 2]",
         '"a string"',
@@ -118,7 +118,8 @@ def test_every_line_json_reads_is_read_and_the_others_say_why(tmp_path):
     assert [r["id"] for r in records] == ["plain", "nan", "huge", "lone"]
     assert records[0]["text"] == "caf\u00e9 \u2028"
     assert records[1]["score"] != records[1]["score"]  # NaN, as json reads it
-    assert records[2]["seed"] == 2**70 and records[3]["text"] == "\udc80"
+    assert records[2]["seed"] == 2**70 + 1 and records[2]["low"] == -(2**63) - 1
+    assert isinstance(records[2]["seed"], int) and records[3]["text"] == "\udc80"
     assert [str(s) for s in skipped] == [
         "line 5: not a results record (a JSON object with an id)",
         "line 6: not a results record (a JSON object with an id)",

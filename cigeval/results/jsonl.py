@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,11 +57,17 @@ class SkippedLine:
         return f"line {self.line_number}: {self.reason}"
 
 
+#: 19 digits in a row: the line may hold an integer beyond 64 bits, which json reads exactly.
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
 def _record(raw: bytes) -> dict[str, Any] | str:
     """The record on one line, or the reason it is not one."""
     try:
+        if _LONG_DIGITS.search(raw):  # orjson would turn an integer past 64 bits into a float
+            raise orjson.JSONDecodeError("an integer orjson cannot hold", "", 0)
         record = orjson.loads(raw)  # a few times faster than json on long records
-    except orjson.JSONDecodeError:  # bad bytes or JSON, or what only json reads (NaN, huge ints)
+    except orjson.JSONDecodeError:  # bad bytes or JSON, what only json reads (NaN, huge ints)
         record, reason = _read_by_json(raw)
         if reason is not None:
             return reason
