@@ -6,12 +6,14 @@ the Ray engine reads records in a plain loop, so SIGTERM raises :class:`Terminat
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # every command imports this module; only a run needs asyncio
+    import asyncio
 
 #: Names of the ways a run can stop early, as :attr:`RunResult.stopped_by` holds them.
 SIGINT, SIGTERM = "SIGINT", "SIGTERM"
