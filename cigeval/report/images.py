@@ -68,10 +68,17 @@ def thumbnail_data_uri(image: Image.Image, side: int = THUMBNAIL_SIDE) -> str:
 
 def _downscaled(image: Image.Image, side: int) -> Image.Image:
     """``image`` fitted into ``side`` x ``side`` (aspect kept, never enlarged): a box reduction
-    by the whole factor, then a bilinear scale of what is left (under 2x)."""
+    by the whole factor, then a bilinear scale of what is left (under 2x); palette and 1-bit
+    images by nearest neighbour, keeping their colours."""
     size = _fitted(image.size, side)
     if size == image.size:
         return image
+    if image.mode in ("P", "PA", "1"):  # palette indices and bits are not blended
+        return image.resize(size, Image.Resampling.NEAREST)
+    if image.mode.startswith("I;16"):  # 16-bit (a depth map): its high byte, as viewers show it
+        import numpy as np
+
+        image = Image.fromarray((np.asarray(image) >> 8).astype(np.uint8))
     factor = min(image.width // size[0], image.height // size[1])
     if factor > 1:
         image = image.reduce(factor)

@@ -343,6 +343,34 @@ def test_a_mask_stays_a_sharp_png_and_a_small_image_keeps_its_size(tmp_path):
     assert thumb.getpixel((30, 20)) == (0, 128, 255)
 
 
+def test_palette_bit_and_16_bit_images_get_thumbnails_that_keep_their_look(tmp_path):
+    import numpy as np
+
+    from cigeval.report.images import _read_thumbnail
+
+    drawing = Image.new("P", (400, 200), 0)
+    drawing.putpalette([255, 255, 255, 200, 30, 30, 20, 90, 200] + [0] * 759)
+    drawing.paste(1, (0, 0, 200, 200))
+    drawing.paste(2, (300, 50, 400, 150))
+    bits = Image.new("1", (300, 300), 0)
+    bits.paste(1, (150, 0, 300, 300))
+    ramp = np.linspace(0, 65535, 640)[None, :].repeat(480, 0).astype(np.uint16)
+    images = {"drawing.png": drawing, "bits.png": bits, "depth.png": Image.fromarray(ramp)}
+    thumbs = {}
+    for name, image in images.items():
+        image.save(tmp_path / name)
+        thumbs[name] = _decoded(_read_thumbnail(tmp_path / name, 192, None))
+    mime, thumb = thumbs["drawing.png"]  # palette colours are not blended: a sharp PNG
+    assert mime == "image/png" and thumb.size == (192, 96)
+    assert {c for _, c in thumb.getcolors()} == {(255, 255, 255), (200, 30, 30), (20, 90, 200)}
+    mime, thumb = thumbs["bits.png"]
+    assert mime == "image/png" and thumb.size == (192, 192)
+    assert {c for _, c in thumb.getcolors()} == {(0, 0, 0), (255, 255, 255)}
+    mime, thumb = thumbs["depth.png"]  # 16-bit: shown by its high byte, not clipped to white
+    row = np.asarray(thumb.convert("L"))[0]
+    assert thumb.size == (192, 144) and row[0] < 3 and 120 < row[96] < 136 and row[-1] > 252
+
+
 def _photo(path, seed):
     Image.effect_noise((90, 70), 30 + seed).convert("RGB").save(path)
     return hashlib.sha256(path.read_bytes()).hexdigest()
