@@ -222,22 +222,20 @@ def _human_text(human: Any) -> str:
 def inline_image_tag(record: Mapping[str, Any], images: Mapping[str, Any]) -> ImageTag:
     """An ``image_tag`` for Jupyter: each image as a data URI, read from ``images`` (sha256
     -> PIL image held in memory) or from the record's ``image_files``."""
-    from cigeval.report.images import thumbnail_data_uri
+    from cigeval.report.images import file_thumbnail_data_uri, thumbnail_data_uri
 
     files = record.get("image_files") or {}
 
     def tag(sha: str, caption: str) -> Figure:
         image = images.get(sha)
         try:
-            if image is not None:
+            if image is not None:  # the pixels the judge was shown
                 return Figure(caption, src=thumbnail_data_uri(image, 256))
             location = files.get(sha)
             if location and Path(location).is_file():
-                from PIL import Image
-
-                with Image.open(location) as opened:
-                    opened.load()
-                    return Figure(caption, src=thumbnail_data_uri(opened, 256))
+                data = Path(location).read_bytes()
+                uri = file_thumbnail_data_uri(data, location, 256, mask=caption == "mask")
+                return Figure(caption, src=uri)
         except Exception as exc:  # an unreadable image is shown as such, never fatal
             return Figure(caption, reason=f"unreadable: {type(exc).__name__}")
         return Figure(caption, reason="image not available")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 #: Default longest side of a report thumbnail, in pixels.
 THUMBNAIL_SIDE = 192
@@ -50,12 +50,24 @@ class MissingImage:
         return f"sample {self.sample_id!r}, image {self.role} ({self.sha256[:12]}): {self.reason}"
 
 
-def thumbnail_data_uri(image: Image.Image, side: int = THUMBNAIL_SIDE) -> str:
+def thumbnail_data_uri(
+    image: Image.Image, side: int = THUMBNAIL_SIDE, *, mask: bool = False
+) -> str:
     """A data URI of ``image`` downscaled to fit ``side``: PNG when it has few colours (masks,
-    flat drawings stay sharp), JPEG (quality 75) for photographs. ``image`` is not changed."""
+    flat drawings stay sharp), JPEG (quality 75) for photographs. ``image`` is not changed.
+
+    Its colours are those the judge is shown (:func:`cigeval.images.to_rgb`: transparency on
+    white, high bit depths rescaled), or with ``mask`` an edit mask's black and white
+    (:func:`cigeval.images.mask_to_rgb`)."""
+    if mask:
+        from cigeval.images import mask_to_rgb
+
+        image = mask_to_rgb(image)
     small = _downscaled(image, side)
     if small.mode not in ("RGB", "L"):
-        small = small.convert("RGB")
+        from cigeval.images import to_rgb
+
+        small = to_rgb(small)
     buffer = io.BytesIO()
     if small.getcolors(256) is not None:
         small.save(buffer, format="PNG")
@@ -75,10 +87,10 @@ def _downscaled(image: Image.Image, side: int) -> Image.Image:
         return image
     if image.mode in ("P", "PA", "1"):  # palette indices and bits are not blended
         return image.resize(size, Image.Resampling.NEAREST)
-    if image.mode.startswith("I;16"):  # 16-bit (a depth map): its high byte, as viewers show it
-        import numpy as np
+    if image.mode.startswith("I;16"):  # 16-bit (a depth map), which Pillow cannot reduce
+        from cigeval.images import to_rgb
 
-        image = Image.fromarray((np.asarray(image) >> 8).astype(np.uint8))
+        image = to_rgb(image)
     factor = min(image.width // size[0], image.height // size[1])
     if factor > 1:
         image = image.reduce(factor)
@@ -112,23 +124,36 @@ def default_thumbnail_cache() -> Path:
     return default_cache_dir() / "thumbnails"
 
 
-def _read_thumbnail(path: Path, side: int, cache: Path | None) -> str:
-    """``cache``: the folder of this ``side``'s cached thumbnails, named by their file's sha256."""
+#: An image file a report shows: its path, and whether it is shown as an edit mask.
+FileJob = tuple[Path, bool]
+
+
+def _read_thumbnail(path: Path, side: int, cache: Path | None, mask: bool = False) -> str:
+    """``cache``: the folder of this ``side``'s cached thumbnails, named by their file's sha256
+    (and ``-mask`` for a mask's)."""
     data = path.read_bytes()
-    stored = None if cache is None else cache / hashlib.sha256(data).hexdigest()
+    name = hashlib.sha256(data).hexdigest() + ("-mask" if mask else "")
+    stored = None if cache is None else cache / name
     if stored is not None and stored.is_file():
         return stored.read_text("ascii")
-    try:
-        opened = Image.open(io.BytesIO(data))
-    except UnidentifiedImageError:  # named by its path, as when Pillow opens the path
-        raise UnidentifiedImageError(f"cannot identify image file {str(path)!r}") from None
-    with opened as image:
-        image.draft("RGB", _fitted(image.size, side))  # JPEG: decoded at a reduced size
-        image.load()
-        uri = thumbnail_data_uri(image, side)
+    uri = file_thumbnail_data_uri(data, str(path), side, mask=mask)
     if stored is not None:
         _store_in_cache(stored, uri)
     return uri
+
+
+def file_thumbnail_data_uri(data: bytes, where: str, side: int, *, mask: bool = False) -> str:
+    """:func:`thumbnail_data_uri` of the image file whose bytes are ``data`` (read from
+    ``where``), turned by its EXIF orientation as the judge is shown it."""
+    try:
+        opened = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:  # named by its path, as when Pillow opens the path
+        raise UnidentifiedImageError(f"cannot identify image file {where!r}") from None
+    with opened as image:
+        image.draft("RGB", _fitted(image.size, side))  # JPEG: decoded at a reduced size
+        image.load()
+        ImageOps.exif_transpose(image, in_place=True)
+        return thumbnail_data_uri(image, side, mask=mask)
 
 
 def _store_in_cache(stored: Path, uri: str) -> None:
@@ -141,13 +166,13 @@ def _store_in_cache(stored: Path, uri: str) -> None:
 
 
 def _read_thumbnails(
-    paths: list[Path], side: int, cache: Path | None
+    jobs: list[FileJob], side: int, cache: Path | None
 ) -> list[tuple[str, str | None]]:
     """(data URI, None) or ("", why it cannot be read) for each file: a worker's task."""
     made: list[tuple[str, str | None]] = []
-    for path in paths:
+    for path, mask in jobs:
         try:
-            made.append((_read_thumbnail(path, side, cache), None))
+            made.append((_read_thumbnail(path, side, cache, mask), None))
         except Exception as exc:  # any unreadable image is listed, never fatal
             made.append(("", _unreadable(exc)))
     return made
@@ -208,9 +233,9 @@ class ImageCatalog:
         if self.cache is not None:
             with contextlib.suppress(OSError):  # else nothing is stored: it only costs time
                 self.cache.mkdir(parents=True, exist_ok=True)
-        files: list[tuple[str, Path]] = []
+        files: list[tuple[str, FileJob]] = []
         others: list[tuple[str, Any, str | None]] = []  # (sha, image, why not shown)
-        for sha, (path, image, _) in self._wanted.items():
+        for sha, (path, image, users) in self._wanted.items():
             if sha in self.thumbnails:
                 continue
             if image is not None:
@@ -219,8 +244,8 @@ class ImageCatalog:
                 others.append((sha, None, "the record names no file for it"))
             elif not path.is_file():
                 others.append((sha, None, f"file not found: {path}"))
-            else:
-                files.append((sha, path))
+            else:  # shown as the judge is shown it: a mask if any sample gives it as one
+                files.append((sha, (path, any(role == "mask" for _, role in users))))
 
         def in_memory(item: tuple[str, Any, str | None]) -> None:
             sha, image, reason = item
@@ -232,8 +257,8 @@ class ImageCatalog:
                     reason = _unreadable(exc)
             self._missing(sha, reason or "")
 
-        def from_files(batch: list[tuple[str, Path]]) -> None:
-            made = _read_thumbnails([path for _, path in batch], self.side, self.cache)
+        def from_files(batch: list[tuple[str, FileJob]]) -> None:
+            made = _read_thumbnails([job for _, job in batch], self.side, self.cache)
             self._store(batch, made)
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -243,19 +268,19 @@ class ImageCatalog:
                 files = []
             elif use_processes:  # processes could not run: threads make what is left
                 done = {m.sha256 for m in self.missing} | set(self.thumbnails)
-                files = [(sha, path) for sha, path in files if sha not in done]
+                files = [(sha, job) for sha, job in files if sha not in done]
             list(pool.map(from_files, _batches(files, 2)))
         # the order of the page's data: that of the requests, whichever worker finished first
         self.thumbnails = {s: self.thumbnails[s] for s in self._wanted if s in self.thumbnails}
         self.missing.sort(key=lambda m: (m.sample_id, m.role, m.sha256))
 
-    def _in_processes(self, files: list[tuple[str, Path]], workers: int) -> bool:
+    def _in_processes(self, files: list[tuple[str, FileJob]], workers: int) -> bool:
         """Thumbnails of ``files`` made by worker processes; False when they cannot run."""
         batches = _batches(files, _BATCH)
         try:
             context = multiprocessing.get_context("spawn")  # no fork of a threaded process
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                jobs = [[path for _, path in batch] for batch in batches]
+                jobs = [[job for _, job in batch] for batch in batches]
                 n = len(jobs)
                 results = pool.map(_read_thumbnails, jobs, [self.side] * n, [self.cache] * n)
                 for batch, made in zip(batches, results, strict=True):
@@ -264,7 +289,7 @@ class ImageCatalog:
             return False
         return True
 
-    def _store(self, batch: list[tuple[str, Path]], made: list[tuple[str, str | None]]) -> None:
+    def _store(self, batch: list[tuple[str, FileJob]], made: list[tuple[str, str | None]]) -> None:
         for (sha, _), (uri, reason) in zip(batch, made, strict=True):
             if reason is None:
                 self.thumbnails[sha] = uri

@@ -371,6 +371,54 @@ def test_palette_bit_and_16_bit_images_get_thumbnails_that_keep_their_look(tmp_p
     assert thumb.size == (192, 144) and row[0] < 3 and 120 < row[96] < 136 and row[-1] > 252
 
 
+def _judge_view_files(folder):
+    """Image files whose pixels the judge is not shown as they are stored: (role, path)."""
+    import numpy as np
+    from PIL.Image import Exif
+
+    ramp = np.linspace(0, 255, 240, dtype=np.uint8)[None, :].repeat(160, 0)
+    photo = Image.fromarray(np.stack([ramp, ramp[:, ::-1], ramp // 2], axis=-1))
+    photo.paste((220, 40, 40), (0, 0, 60, 160))
+    exif = Exif()
+    exif[0x0112] = 6  # the camera was turned: shown rotated by 90 degrees
+    photo.save(folder / "turned.jpg", exif=exif, quality=95)
+    glass = photo.convert("RGBA")
+    glass.putalpha(Image.fromarray(np.where(ramp > 128, 255, 0).astype(np.uint8)))
+    glass.save(folder / "glass.png")  # transparent on its left: white, as the judge sees it
+    depth = (np.linspace(1000, 3000, 240)[None, :].repeat(160, 0)).astype(np.uint16)
+    Image.fromarray(depth).save(folder / "depth.png")  # 16-bit, rescaled min to max
+    cut = Image.new("RGBA", (240, 160), (255, 255, 255, 0))
+    cut.paste((255, 255, 255, 255), (60, 40, 180, 120))
+    cut.save(folder / "cut.png")  # an edit mask drawn by its alpha channel
+    return [("output", folder / "turned.jpg"), ("output", folder / "glass.png"),
+            ("output", folder / "depth.png"), ("mask", folder / "cut.png")]  # fmt: skip
+
+
+def test_a_thumbnail_shows_a_file_as_the_judge_is_shown_it(tmp_path):
+    import numpy as np
+
+    from cigeval.images import load_image
+
+    files, records = _judge_view_files(tmp_path), []
+    for n, (role, path) in enumerate(files):
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        rec = record(f"s{n}", "A", 0.5, task="mask_guided_ie", input_images={role: sha})
+        records.append({**rec, "image_files": {sha: str(path)}})
+    report = build_report(records, n_boot=10, thumbnail_cache=False)
+    assert not report.catalog.missing
+    for n, (role, path) in enumerate(files):
+        seen = load_image(path, role=role, mask=role == "mask").pixels()
+        sha = records[n]["input_images"][role]
+        _, thumb = _decoded(report.catalog.thumbnails[sha])
+        expected = np.asarray(seen.resize(thumb.size, Image.LANCZOS), dtype=float)
+        difference = np.abs(np.asarray(thumb, dtype=float) - expected).mean()
+        assert difference < 4.0, (path.name, difference)
+        inline = cigeval.report.cards.inline_image_tag(records[n], {})(sha, role).src
+        _, shown = _decoded(inline)  # the Jupyter card reads the file the same way
+        expected = np.asarray(seen.resize(shown.size, Image.LANCZOS), dtype=float)
+        assert np.abs(np.asarray(shown, dtype=float) - expected).mean() < 4.0, path.name
+
+
 def _photo(path, seed):
     Image.effect_noise((90, 70), 30 + seed).convert("RGB").save(path)
     return hashlib.sha256(path.read_bytes()).hexdigest()
