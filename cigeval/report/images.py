@@ -132,14 +132,28 @@ def _read_thumbnail(path: Path, side: int, cache: Path | None, mask: bool = Fals
     """``cache``: the folder of this ``side``'s cached thumbnails, named by their file's sha256
     (and ``-mask`` for a mask's)."""
     data = path.read_bytes()
-    name = hashlib.sha256(data).hexdigest() + ("-mask" if mask else "")
-    stored = None if cache is None else cache / name
+    stored = None if cache is None else cache / _cache_name(data, mask)
     if stored is not None and stored.is_file():
         return stored.read_text("ascii")
     uri = file_thumbnail_data_uri(data, str(path), side, mask=mask)
     if stored is not None:
         _store_in_cache(stored, uri)
     return uri
+
+
+def _cache_name(data: bytes, mask: bool) -> str:
+    """The name of the cached thumbnail of a file holding ``data``."""
+    return hashlib.sha256(data).hexdigest() + ("-mask" if mask else "")
+
+
+def _cached_thumbnail(job: FileJob, cache: Path) -> str | None:
+    """The cached thumbnail of ``job``'s file as it reads now, or None (not cached, or not
+    readable: the worker that makes it says why)."""
+    path, mask = job
+    try:
+        return (cache / _cache_name(path.read_bytes(), mask)).read_text("ascii")
+    except OSError:
+        return None
 
 
 def file_thumbnail_data_uri(data: bytes, where: str, side: int, *, mask: bool = False) -> str:
@@ -263,6 +277,8 @@ class ImageCatalog:
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(in_memory, others))
+            if self.cache is not None:  # no worker process for what is cached (a report again)
+                files = self._take_cached(files, pool, self.cache)
             use_processes = workers > 1 and len(files) >= PROCESSES_FROM
             if use_processes and self._in_processes(files, workers):
                 files = []
@@ -273,6 +289,28 @@ class ImageCatalog:
         # the order of the page's data: that of the requests, whichever worker finished first
         self.thumbnails = {s: self.thumbnails[s] for s in self._wanted if s in self.thumbnails}
         self.missing.sort(key=lambda m: (m.sample_id, m.role, m.sha256))
+
+    def _take_cached(
+        self, files: list[tuple[str, FileJob]], pool: ThreadPoolExecutor, cache: Path
+    ) -> list[tuple[str, FileJob]]:
+        """The thumbnails of ``files`` found in ``cache`` taken; the files left to read. When
+        none of the first :data:`_BATCH` is cached (a first report), the rest is not looked up
+        here: the workers look each one up as they read it."""
+
+        def look_up(items: list[tuple[str, FileJob]]) -> list[str | None]:
+            return list(pool.map(lambda item: _cached_thumbnail(item[1], cache), items))
+
+        found = look_up(files[:_BATCH])
+        if not any(found):
+            return files
+        found += look_up(files[_BATCH:])
+        left = []
+        for item, uri in zip(files, found, strict=True):
+            if uri is None:
+                left.append(item)
+            else:
+                self.thumbnails[item[0]] = uri
+        return left
 
     def _in_processes(self, files: list[tuple[str, FileJob]], workers: int) -> bool:
         """Thumbnails of ``files`` made by worker processes; False when they cannot run."""

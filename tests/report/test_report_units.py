@@ -468,6 +468,30 @@ def test_thumbnail_cache_hit_changed_image_and_off(tmp_path, monkeypatch):
     assert len(decoded) == 13 and len(_files(tmp_path / "user-cache" / "thumbnails")) == 3
 
 
+def test_a_report_again_starts_no_worker_for_cached_thumbnails(tmp_path, monkeypatch):
+    import cigeval.report.images as images
+
+    more = _photo_records(tmp_path, 8)
+    records = more[:6]
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(images, "PROCESSES_FROM", 3)
+    started: list[int] = []
+    in_processes = images.ImageCatalog._in_processes
+    watched = lambda self, files, n: started.append(len(files)) or in_processes(self, files, n)  # noqa: E731
+    monkeypatch.setattr(images.ImageCatalog, "_in_processes", watched)
+    first = build_report(records, n_boot=10, workers=2, thumbnail_cache=cache).catalog.thumbnails
+    assert started == [6] and len(first) == 6  # the first report: 6 files for the workers
+    decoded: list[object] = []
+    opened = images.Image.open
+    monkeypatch.setattr(images.Image, "open", lambda f: decoded.append(f) or opened(f))
+    again = build_report(records, n_boot=10, workers=2, thumbnail_cache=cache).catalog.thumbnails
+    assert started == [6] and decoded == [] and again == first  # all read from the cache
+    # two samples added since: only theirs are made, by threads (fewer than PROCESSES_FROM)
+    grown = build_report(more, n_boot=10, workers=2, thumbnail_cache=cache).catalog.thumbnails
+    assert started == [6] and len(decoded) == 2 and len(grown) == 8
+    assert {sha: grown[sha] for sha in first} == first
+
+
 def test_the_page_is_the_same_with_one_worker_or_several_processes(tmp_path, monkeypatch):
     import cigeval.report.images as images
 
