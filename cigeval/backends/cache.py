@@ -1,7 +1,7 @@
 """A disk cache of model answers (and of tool outputs), safe for concurrent writers.
 
 Entries live in one SQLite index, ``<directory>/cache.sqlite3``
-(:mod:`cigeval.backends.cache_store`): each write is atomic, so a reader sees either no entry
+(:mod:`cigeval._cache_store`): each write is atomic, so a reader sees either no entry
 or a whole one, whether writers are threads, processes or killed half-way. An entry that does
 not parse, or that names another key, is treated as a miss. Caches of the earlier layout (one
 JSON file per entry) are still read. A cache that cannot be read or written (a full disk, a
@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from cigeval._cache_store import CacheStore
 from cigeval.backends.base import Backend, backend_endpoint
-from cigeval.backends.cache_store import CacheStore
 from cigeval.backends.wrapper import WrappingBackend
 from cigeval.messages import (
     ModelRequest,

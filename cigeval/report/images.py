@@ -5,8 +5,9 @@ can be read (``image_files``: sha256 -> path). A report embeds one small JPEG or
 distinct hash as a data URI, whatever number of samples show it. An image that cannot be
 found or read is listed (sample, role, why) and shown as missing, never an error.
 
-Thumbnails of files are kept in a cache folder keyed by the sha256 of the file's bytes as read
-now and the thumbnail settings, so a second report of the same images decodes none of them.
+Thumbnails of files are kept in a cache (one SQLite file, :class:`ThumbnailCache`) keyed by
+the thumbnail settings and the sha256 of the file's bytes as read now, so a second report of
+the same images decodes none of them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import hashlib
 import io
 import multiprocessing
 import os
+import sqlite3
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -128,32 +130,44 @@ def default_thumbnail_cache() -> Path:
 FileJob = tuple[Path, bool]
 
 
-def _read_thumbnail(path: Path, side: int, cache: Path | None, mask: bool = False) -> str:
-    """``cache``: the folder of this ``side``'s cached thumbnails, named by their file's sha256
-    (and ``-mask`` for a mask's)."""
+def _read_thumbnail(path: Path, side: int, mask: bool = False) -> tuple[str, str]:
+    """The thumbnail of the file at ``path`` and its cache key (of the bytes read)."""
     data = path.read_bytes()
-    stored = None if cache is None else cache / _cache_name(data, mask)
-    if stored is not None and stored.is_file():
-        return stored.read_text("ascii")
-    uri = file_thumbnail_data_uri(data, str(path), side, mask=mask)
-    if stored is not None:
-        _store_in_cache(stored, uri)
-    return uri
+    return file_thumbnail_data_uri(data, str(path), side, mask=mask), _cache_key(data, mask)
 
 
-def _cache_name(data: bytes, mask: bool) -> str:
-    """The name of the cached thumbnail of a file holding ``data``."""
+def _cache_key(data: bytes, mask: bool) -> str:
+    """The key of the cached thumbnail of a file holding ``data``."""
     return hashlib.sha256(data).hexdigest() + ("-mask" if mask else "")
 
 
-def _cached_thumbnail(job: FileJob, cache: Path) -> str | None:
-    """The cached thumbnail of ``job``'s file as it reads now, or None (not cached, or not
-    readable: the worker that makes it says why)."""
-    path, mask = job
-    try:
-        return (cache / _cache_name(path.read_bytes(), mask)).read_text("ascii")
-    except OSError:
-        return None
+class ThumbnailCache:
+    """Thumbnails kept between reports, in one SQLite file in ``folder`` (the response
+    cache's :class:`~cigeval._cache_store.CacheStore`), under the thumbnail size and
+    :data:`THUMBNAIL_METHOD`. A cache that cannot be read or written only costs time: a miss,
+    nothing stored."""
+
+    def __init__(self, folder: Path, side: int) -> None:
+        from cigeval._cache_store import CacheStore
+
+        self.store = CacheStore(folder)
+        self.namespace = f"{side}px-{THUMBNAIL_METHOD}"
+
+    def look_up(self, job: FileJob) -> str | None:
+        """The cached thumbnail of ``job``'s file as it reads now, or None (not cached, or
+        not readable: the worker that makes it says why)."""
+        path, mask = job
+        try:
+            value = self.store.get(self.namespace, _cache_key(path.read_bytes(), mask))
+        except (OSError, sqlite3.Error):
+            return None
+        return None if value is None else value.decode("ascii")
+
+    def keep(self, made: list[tuple[str, str]]) -> None:
+        """Store the (cache key, data URI) pairs in one transaction."""
+        items = [(key, uri.encode("ascii")) for key, uri in made]
+        with contextlib.suppress(OSError, sqlite3.Error):
+            self.store.put_many(self.namespace, items)
 
 
 def file_thumbnail_data_uri(data: bytes, where: str, side: int, *, mask: bool = False) -> str:
@@ -170,25 +184,19 @@ def file_thumbnail_data_uri(data: bytes, where: str, side: int, *, mask: bool = 
         return thumbnail_data_uri(image, side, mask=mask)
 
 
-def _store_in_cache(stored: Path, uri: str) -> None:
-    temporary = stored.with_name(f"{stored.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(uri, "ascii")
-        os.replace(temporary, stored)  # whole or absent, whatever reports run at once
-    except OSError:
-        pass  # a cache that cannot be written only costs time: the thumbnail is made anyway
+#: What a worker makes of one file: (data URI, None, cache key) or ("", why not, "").
+Made = tuple[str, str | None, str]
 
 
-def _read_thumbnails(
-    jobs: list[FileJob], side: int, cache: Path | None
-) -> list[tuple[str, str | None]]:
-    """(data URI, None) or ("", why it cannot be read) for each file: a worker's task."""
-    made: list[tuple[str, str | None]] = []
+def _read_thumbnails(jobs: list[FileJob], side: int) -> list[Made]:
+    """The thumbnail of each file, or why it cannot be read: a worker's task."""
+    made: list[Made] = []
     for path, mask in jobs:
         try:
-            made.append((_read_thumbnail(path, side, cache, mask), None))
+            uri, key = _read_thumbnail(path, side, mask)
+            made.append((uri, None, key))
         except Exception as exc:  # any unreadable image is listed, never fatal
-            made.append(("", _unreadable(exc)))
+            made.append(("", _unreadable(exc), ""))
     return made
 
 
@@ -201,13 +209,13 @@ class ImageCatalog:
 
     ``request`` notes an image a card shows; :meth:`resolve` reads every requested image once.
     Relative paths are tried against the results file's folder. ``cache``: the folder of
-    cached thumbnails of files (None: no cache); those of one size and :data:`THUMBNAIL_METHOD`
-    are in a folder of their own.
+    the :class:`ThumbnailCache` (None: no cache).
     """
 
     def __init__(self, side: int = THUMBNAIL_SIDE, cache: Path | None = None) -> None:
         self.side = side
-        self.cache = None if cache is None else cache / f"{side}px-{THUMBNAIL_METHOD}"
+        self.cache = None if cache is None else ThumbnailCache(cache, side)
+        self._made: list[tuple[str, str]] = []  # (cache key, data URI) of what was made now
         self.thumbnails: dict[str, str] = {}
         self.missing: list[MissingImage] = []
         self._wanted: dict[str, tuple[Path | None, Any, list[tuple[str, str]]]] = {}
@@ -244,9 +252,6 @@ class ImageCatalog:
         started). The outcome and its order are the same whatever the number of workers.
         """
         workers = max(1, workers or min(os.cpu_count() or 1, 8))
-        if self.cache is not None:
-            with contextlib.suppress(OSError):  # else nothing is stored: it only costs time
-                self.cache.mkdir(parents=True, exist_ok=True)
         files: list[tuple[str, FileJob]] = []
         others: list[tuple[str, Any, str | None]] = []  # (sha, image, why not shown)
         for sha, (path, image, users) in self._wanted.items():
@@ -272,8 +277,7 @@ class ImageCatalog:
             self._missing(sha, reason or "")
 
         def from_files(batch: list[tuple[str, FileJob]]) -> None:
-            made = _read_thumbnails([job for _, job in batch], self.side, self.cache)
-            self._store(batch, made)
+            self._store(batch, _read_thumbnails([job for _, job in batch], self.side))
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(in_memory, others))
@@ -286,19 +290,22 @@ class ImageCatalog:
                 done = {m.sha256 for m in self.missing} | set(self.thumbnails)
                 files = [(sha, job) for sha, job in files if sha not in done]
             list(pool.map(from_files, _batches(files, 2)))
+        if self.cache is not None and self._made:
+            self.cache.keep(self._made)
+            self._made = []
         # the order of the page's data: that of the requests, whichever worker finished first
         self.thumbnails = {s: self.thumbnails[s] for s in self._wanted if s in self.thumbnails}
         self.missing.sort(key=lambda m: (m.sample_id, m.role, m.sha256))
 
     def _take_cached(
-        self, files: list[tuple[str, FileJob]], pool: ThreadPoolExecutor, cache: Path
+        self, files: list[tuple[str, FileJob]], pool: ThreadPoolExecutor, cache: ThumbnailCache
     ) -> list[tuple[str, FileJob]]:
-        """The thumbnails of ``files`` found in ``cache`` taken; the files left to read. When
-        none of the first :data:`_BATCH` is cached (a first report), the rest is not looked up
-        here: the workers look each one up as they read it."""
+        """The thumbnails of ``files`` found in ``cache`` taken; the files left to make. When
+        none of the first :data:`_BATCH` is cached (a first report), the rest is not looked
+        up: reading and hashing every file once more would only cost time."""
 
         def look_up(items: list[tuple[str, FileJob]]) -> list[str | None]:
-            return list(pool.map(lambda item: _cached_thumbnail(item[1], cache), items))
+            return list(pool.map(lambda item: cache.look_up(item[1]), items))
 
         found = look_up(files[:_BATCH])
         if not any(found):
@@ -320,17 +327,18 @@ class ImageCatalog:
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
                 jobs = [[job for _, job in batch] for batch in batches]
                 n = len(jobs)
-                results = pool.map(_read_thumbnails, jobs, [self.side] * n, [self.cache] * n)
+                results = pool.map(_read_thumbnails, jobs, [self.side] * n)
                 for batch, made in zip(batches, results, strict=True):
                     self._store(batch, made)
         except (OSError, BrokenProcessPool):
             return False
         return True
 
-    def _store(self, batch: list[tuple[str, FileJob]], made: list[tuple[str, str | None]]) -> None:
-        for (sha, _), (uri, reason) in zip(batch, made, strict=True):
+    def _store(self, batch: list[tuple[str, FileJob]], made: list[Made]) -> None:
+        for (sha, _), (uri, reason, key) in zip(batch, made, strict=True):
             if reason is None:
                 self.thumbnails[sha] = uri
+                self._made.append((key, uri))
             else:
                 self._missing(sha, reason)
 

@@ -335,7 +335,7 @@ async def test_waiters_resolve_when_the_answer_cannot_be_stored(
     def full_disk(*args: object, **kwargs: object) -> None:
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr("cigeval.backends.cache_store.CacheStore.put", full_disk)
+    monkeypatch.setattr("cigeval._cache_store.CacheStore.put", full_disk)
 
     async def slow(request: ModelRequest) -> str:
         await asyncio.sleep(0.02)

@@ -1,4 +1,5 @@
-"""Where the response cache keeps its entries: one SQLite file, an index of every entry.
+"""Where the response cache (and the report's thumbnail cache) keeps its entries: one SQLite
+file, an index of every entry. It imports nothing of cigeval, so a report loads no backend.
 
 ``<directory>/cache.sqlite3`` holds one row per entry, ``(namespace, key) -> value``, so a
 cached call is one indexed read rather than a file opened per answer. SQLite makes each
@@ -74,6 +75,22 @@ class CacheStore:
             "INSERT OR REPLACE INTO entries (namespace, key, value, written) VALUES (?, ?, ?, ?)",
             (namespace, hex_key, value, time.time()),
         )
+
+    def put_many(self, namespace: str, items: list[tuple[str, bytes]]) -> None:
+        """Store every (key, value) of ``items`` in one transaction: all of them or none."""
+        connection = self._connection()
+        written = time.time()
+        connection.execute("BEGIN")
+        try:
+            connection.executemany(
+                "INSERT OR REPLACE INTO entries (namespace, key, value, written) "
+                "VALUES (?, ?, ?, ?)",
+                [(namespace, key, value, written) for key, value in items],
+            )
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
 
     def delete(self, namespace: str, hex_key: str) -> None:
         """Forget ``hex_key`` (in the index and in the legacy layout)."""
