@@ -475,6 +475,21 @@ def test_thumbnail_cache_hit_changed_image_and_off(tmp_path, monkeypatch):
     assert len(decoded) == 13 and _cached(tmp_path / "user-cache" / "thumbnails") == 3
 
 
+def test_a_thumbnail_cache_that_cannot_be_used_only_costs_time(tmp_path):
+    records = _photo_records(tmp_path, 3)
+    shown = build_report(records, n_boot=10, thumbnail_cache=False).catalog.thumbnails
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a folder")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "cache.sqlite3").write_bytes(b"not a database" * 100)
+    for cache in (in_the_way, broken):
+        for _ in range(2):  # made, and made again: nothing could be kept
+            report = build_report(records, n_boot=10, thumbnail_cache=cache)
+            assert report.catalog.thumbnails == shown and not report.catalog.missing
+    assert in_the_way.read_text() == "not a folder"
+
+
 def test_a_report_again_starts_no_worker_for_cached_thumbnails(tmp_path, monkeypatch):
     import cigeval.report.images as images
 
