@@ -1,4 +1,5 @@
-"""Thumbnails for a report: each image read once, downscaled with Pillow, kept by its sha256.
+"""Thumbnails for a report: each image read once (decoded by Pillow, the last step of its
+downscale by OpenCV), kept by its sha256.
 
 Records name their images by hash (``input_images``, ``tool_image_ids``) and say where each
 can be read (``image_files``: sha256 -> path). A report embeds one small JPEG or PNG per
