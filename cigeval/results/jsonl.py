@@ -63,14 +63,15 @@ _LONG_DIGITS = re.compile(rb"\d{19}")
 
 def _record(raw: bytes) -> dict[str, Any] | str:
     """The record on one line, or the reason it is not one."""
-    try:
-        if _LONG_DIGITS.search(raw):  # orjson would turn an integer past 64 bits into a float
-            raise orjson.JSONDecodeError("an integer orjson cannot hold", "", 0)
-        record = orjson.loads(raw)  # a few times faster than json on long records
-    except orjson.JSONDecodeError:  # bad bytes or JSON, what only json reads (NaN, huge ints)
+    if _LONG_DIGITS.search(raw):  # orjson would turn an integer past 64 bits into a float
         record, reason = _read_by_json(raw)
-        if reason is not None:
-            return reason
+    else:
+        try:
+            record, reason = orjson.loads(raw), None  # a few times faster than json
+        except orjson.JSONDecodeError:  # bad bytes or JSON, or what only json reads (NaN)
+            record, reason = _read_by_json(raw)
+    if reason is not None:
+        return reason
     if not isinstance(record, dict) or "id" not in record:
         return "not a results record (a JSON object with an id)"
     return record
