@@ -38,6 +38,8 @@ THUMBNAIL_METHOD = "v3"
 PROCESSES_FROM = 256
 #: Image files per task sent to a worker process (small, so the workers end together).
 _BATCH = 16
+#: A report looks every file up in the thumbnail cache only when one of this many first is in.
+_CACHE_PROBE = 16
 
 
 @dataclass(frozen=True)
@@ -302,16 +304,16 @@ class ImageCatalog:
         self, files: list[tuple[str, FileJob]], pool: ThreadPoolExecutor, cache: ThumbnailCache
     ) -> list[tuple[str, FileJob]]:
         """The thumbnails of ``files`` found in ``cache`` taken; the files left to make. When
-        none of the first :data:`_BATCH` is cached (a first report), the rest is not looked
-        up: reading and hashing every file once more would only cost time."""
+        none of the first :data:`_CACHE_PROBE` is cached (a first report), the rest is not
+        looked up: reading and hashing every file once more would only cost time."""
 
         def look_up(items: list[tuple[str, FileJob]]) -> list[str | None]:
             return list(pool.map(lambda item: cache.look_up(item[1]), items))
 
-        found = look_up(files[:_BATCH])
+        found = look_up(files[:_CACHE_PROBE])
         if not any(found):
             return files
-        found += look_up(files[_BATCH:])
+        found += look_up(files[_CACHE_PROBE:])
         left = []
         for item, uri in zip(files, found, strict=True):
             if uri is None:
