@@ -27,6 +27,8 @@ from pathlib import Path
 INDEX_NAME = "cache.sqlite3"
 #: How long a writer waits for another process's write to finish, in seconds.
 BUSY_TIMEOUT_S = 30.0
+#: One entry written (replacing any earlier value of its key).
+_INSERT = "INSERT OR REPLACE INTO entries (namespace, key, value, written) VALUES (?, ?, ?, ?)"
 
 
 class CacheStore:
@@ -72,8 +74,7 @@ class CacheStore:
     def put(self, namespace: str, hex_key: str, value: bytes) -> None:
         """Store ``value`` under ``hex_key`` (replacing any earlier value), atomically."""
         self._connection().execute(  # one statement: its own transaction
-            "INSERT OR REPLACE INTO entries (namespace, key, value, written) VALUES (?, ?, ?, ?)",
-            (namespace, hex_key, value, time.time()),
+            _INSERT, (namespace, hex_key, value, time.time())
         )
 
     def put_many(self, namespace: str, items: list[tuple[str, bytes]]) -> None:
@@ -83,9 +84,7 @@ class CacheStore:
         connection.execute("BEGIN")
         try:
             connection.executemany(
-                "INSERT OR REPLACE INTO entries (namespace, key, value, written) "
-                "VALUES (?, ?, ?, ?)",
-                [(namespace, key, value, written) for key, value in items],
+                _INSERT, [(namespace, key, value, written) for key, value in items]
             )
         except BaseException:
             connection.execute("ROLLBACK")
