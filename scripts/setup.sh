@@ -1,41 +1,69 @@
 #!/usr/bin/env bash
-# Create .venv (if missing) and install cigeval with every extra and the dev tools.
-# torch is installed first, pinned to the CPU build, so nothing pulls a multi-GB CUDA build.
+# Create .venv (if missing) and install cigeval into it with the extras named:
+#   bash scripts/setup.sh                  the core only: what scripts/main.sh's tables need
+#   bash scripts/setup.sh grounding hf     the core and those extras
+#   bash scripts/setup.sh --all            every extra the tests use and the dev tools (CI)
+# torch is installed first when an extra needs it, pinned to the CPU build, so nothing pulls a
+# multi-GB CUDA build. CI's other environments and Chromium are scripts/setup_test.sh's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ALL=(dev hf grounding ocr train ray ray-serve anthropic datasets wandb mlflow inspect)
+NEED_TORCH=" hf grounding train "
+
+WANT=()
+for arg in "$@"; do
+  case "$arg" in
+    --all) WANT+=("${ALL[@]}") ;;
+    litellm)
+      # LiteLLM pins openai<3 and huggingface-hub<2, which would move the whole environment
+      # back: it gets an environment of its own (docs/judges/litellm.md, scripts/setup_test.sh)
+      echo "setup.sh: the litellm extra needs an environment of its own (docs/judges/litellm.md)" >&2
+      exit 2 ;;
+    -*) echo "setup.sh: unknown option $arg (extras by name, or --all)" >&2; exit 2 ;;
+    *) WANT+=("$arg") ;;
+  esac
+done
+
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 . .venv/bin/activate
-# A second run with the same pyproject.toml and setup.sh skips the pip steps below (they would
-# only confirm what is installed, seconds on every scripts/main.sh); the stamp lives in .venv,
-# so a new environment always installs.
+# The stamp in .venv holds a hash of pyproject.toml and this script, then the extras installed
+# with them: a run asking for nothing new skips pip (it would only confirm what is installed,
+# seconds on every scripts/main.sh); a changed pyproject.toml or setup.sh installs again.
 STAMP=.venv/.cigeval-setup
-WANT="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"
-if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
-  python -m pip install --quiet --upgrade pip
-  python -m pip install --quiet "torch==2.13.0"
-  # The litellm extra is left out on purpose: LiteLLM pins openai<3 and huggingface-hub<2, which
-  # would move the whole environment back (docs/judges/litellm.md). It gets an environment of
-  # its own below, where scripts/test.sh runs the litellm: tests.
-  python -m pip install --quiet -e ".[dev,hf,grounding,ocr,train,ray,ray-serve,anthropic,datasets,wandb,mlflow,inspect]"
-  echo "$WANT" > "$STAMP"
+HASH="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)"
+HAVE_HASH="" HAVE_EXTRAS=""
+if [ -f "$STAMP" ]; then read -r HAVE_HASH HAVE_EXTRAS < "$STAMP" || true; fi
+HAVE=()
+if [ "$HAVE_HASH" = "$HASH" ]; then
+  # "-" stands for the core alone
+  IFS=, read -r -a HAVE <<< "${HAVE_EXTRAS:--}"
+  [ "${HAVE[*]}" = "-" ] && HAVE=()
 fi
-# cigeval without torch, plus LiteLLM (about a minute): the litellm: judge's tests run there.
-if [ ! -x .venv-litellm/bin/python ]; then
-  { python3 -m venv .venv-litellm && .venv-litellm/bin/python -m pip install --quiet -e ".[dev,litellm]"; } \
-    || echo "setup.sh: could not set up .venv-litellm; the litellm: tests will be skipped" >&2
+MISSING=()
+for extra in ${WANT[@]+"${WANT[@]}"}; do
+  case " ${HAVE[*]-} " in *" $extra "*) ;; *) MISSING+=("$extra") ;; esac
+done
+if [ "$HAVE_HASH" = "$HASH" ] && [ ${#MISSING[@]} -eq 0 ]; then
+  exit 0
 fi
-# fakellm, a third-party server of the Anthropic messages API (tests/test_fakellm_judge.py), in
-# an environment of its own: its FastAPI/uvicorn pins need not meet the project's. The test
-# skips without it; tests/anthropic_server.py covers the same path in-process.
-if [ ! -x .venv-fakellm/bin/fakellm ]; then
-  { python3 -m venv .venv-fakellm && .venv-fakellm/bin/python -m pip install --quiet fakellm; } \
-    || echo "setup.sh: could not install fakellm; tests/test_fakellm_judge.py will skip" >&2
-fi
-# Headless Chromium for the report's browser test (tests/report/test_report_browser.py), from
-# Debian's packages; playwright (dev extra) drives it and never downloads a browser.
-if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
-    || echo "setup.sh: could not install chromium; the browser test cannot run (CI fails it)" >&2
+
+EXTRAS=()
+for extra in ${HAVE[@]+"${HAVE[@]}"} ${MISSING[@]+"${MISSING[@]}"}; do
+  case " ${EXTRAS[*]-} " in *" $extra "*) ;; *) EXTRAS+=("$extra") ;; esac
+done
+python -m pip install --quiet --upgrade pip
+for extra in ${EXTRAS[@]+"${EXTRAS[@]}"}; do
+  case "$NEED_TORCH" in
+    *" $extra "*) python -m pip install --quiet "torch==2.13.0"; break ;;
+  esac
+done
+if [ ${#EXTRAS[@]} -eq 0 ]; then
+  python -m pip install --quiet -e .
+  echo "$HASH -" > "$STAMP"
+else
+  LIST="$(IFS=,; echo "${EXTRAS[*]}")"
+  python -m pip install --quiet -e ".[$LIST]"
+  echo "$HASH $LIST" > "$STAMP"
 fi

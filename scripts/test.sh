@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Set up (.venv) and run the checks and the test suite, the way CI does.
+# Set up (.venv with every extra, the tests' other environments, Chromium) and run the checks
+# and the test suite, the way CI does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --all
+bash scripts/setup_test.sh
 . .venv/bin/activate
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 ruff check .
