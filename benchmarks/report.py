@@ -309,7 +309,7 @@ def main() -> None:
         if CHROMIUM.exists():
             load_in_chromium(out)
         else:
-            print(f"{CHROMIUM} not found: no load time (bash scripts/setup.sh installs it)")
+            print(f"{CHROMIUM} not found: no load time (bash scripts/setup_test.sh installs it)")
 
 
 if __name__ == "__main__":

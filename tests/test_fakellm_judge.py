@@ -3,7 +3,7 @@ started as a separate process on 127.0.0.1 (its rules answer cigeval's plan and 
 
 fakellm has its own FastAPI/uvicorn pins, so it lives in a virtual environment of its own:
 the test finds its command at ``$FAKELLM_BIN``, on the PATH, or at ``.venv-fakellm/bin/fakellm``
-in the repository (``scripts/setup.sh`` makes that one), and is skipped when there is none.
+in the repository (``scripts/setup_test.sh`` makes that one), and is skipped when there is none.
 ``tests/anthropic_server.py`` covers the same path in-process everywhere.
 """
 

@@ -1,4 +1,4 @@
-"""The report in a real browser: headless Chromium from Debian (scripts/setup.sh installs it)
+"""The report in a real browser: headless Chromium from Debian (scripts/setup_test.sh installs it)
 loads the page from file://, shows it, filters, sorts and pages, and never runs model text."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tests.report.conftest import JudgedRun
 # CI sets CIGEVAL_REQUIRE_BROWSER=1 (.ci/run): there a missing browser fails instead of skipping.
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists() and not os.environ.get("CIGEVAL_REQUIRE_BROWSER"),
-    reason="/usr/bin/chromium is absent (bash scripts/setup.sh installs Debian's chromium "
+    reason="/usr/bin/chromium is absent (bash scripts/setup_test.sh installs Debian's chromium "
     "when run as root)",
 )
 

@@ -96,7 +96,7 @@ def test_the_report_command_takes_a_baseline(tmp_path, capsys):
 
 browser_only = pytest.mark.skipif(
     not CHROMIUM.exists() and not os.environ.get("CIGEVAL_REQUIRE_BROWSER"),
-    reason="/usr/bin/chromium is absent (bash scripts/setup.sh installs Debian's chromium "
+    reason="/usr/bin/chromium is absent (bash scripts/setup_test.sh installs Debian's chromium "
     "when run as root)",
 )
 
