@@ -6,9 +6,43 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from cigeval.trace import Trace
+
+
+class Evidence(BaseModel):
+    """One region a tool pointed the judge at, in the pixels of the image it was found in.
+
+    ``box`` is ``[x0, y0, x1, y1]`` (end exclusive, like the tools' boxes) in the coordinates
+    of the image ``role`` names (the sample's ``source``, ``output``, ... as the record's
+    ``input_images`` lists them), whose size was ``image_size`` (``[width, height]``): never
+    in the coordinates of a copy a tool resized. ``tool`` found it, in round ``round`` of the
+    sub-question; ``label`` says what it is (a detector's phrase, ``changed``, ``changed
+    outside mask``, ``zoomed region``); ``confidence`` is a detector's score, when it gave one.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    box: tuple[float, float, float, float] = Field(
+        description="[x0, y0, x1, y1] in the pixels of the image `role` names."
+    )
+    label: str = Field(description="What the region is, in the tool's words.")
+    tool: str = Field(description="The tool that found the region.")
+    role: str = Field(description="The image role the box belongs to, e.g. 'output'.")
+    image_size: tuple[int, int] | None = Field(
+        None, description="[width, height] of that image: the frame of `box`."
+    )
+    round: int = Field(1, description="The sub-question's round whose tool found it.")
+    confidence: float | None = Field(None, description="The detector's score, if any.")
+
+    @field_validator("box")
+    @classmethod
+    def _ordered(cls, box: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+        x0, y0, x1, y1 = box
+        if not (x0 <= x1 and y0 <= y1):
+            raise ValueError(f"a box is [x0, y0, x1, y1] with x0 <= x1 and y0 <= y1, not {box}")
+        return box
 
 
 class ToolStep(BaseModel):
@@ -68,6 +102,11 @@ class SubScore(BaseModel):
         default_factory=dict,
         description="The tool's images shown to the judge, by role, as sha256 (see "
         "Score.image_files for where they are).",
+    )
+    evidence: list[Evidence] = Field(
+        default_factory=list,
+        description="Every region the sub-question's tools found, each in the pixels of the "
+        "image it belongs to (empty when no tool ran or none found a region).",
     )
     _tool_images: dict[str, Image.Image] = PrivateAttr(default_factory=dict)
 

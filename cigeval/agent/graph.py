@@ -29,6 +29,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from cigeval.agent.evidence import evidence_of
 from cigeval.agent.judging import (
     Judgement,
     ToolRequest,
@@ -41,7 +42,7 @@ from cigeval.agent.tool_use import why_not_run
 from cigeval.errors import CigevalError, ConfigError, MissingDependency, ParseError, ToolError
 from cigeval.messages import Message
 from cigeval.sample_run import SampleRun
-from cigeval.score import SubScore, ToolStep
+from cigeval.score import Evidence, SubScore, ToolStep
 from cigeval.tasks import TaskSpec
 from cigeval.tools import Tool, ToolContext, ToolResult, get_tool
 from cigeval.trace import ActionEvent, ErrorEvent, JudgementEvent, ObservationEvent, ThoughtEvent
@@ -78,7 +79,8 @@ class QuestionState(TypedDict, total=False):
     ``conversation`` every message of the earlier rounds, the judge's replies included;
     ``request`` the judge's reply that asked for this round; ``steps`` the tool runs so far;
     ``notes`` why the judging departed from the plan; ``last_result`` the latest tool output;
-    ``failure`` why this round's tool gave no result.
+    ``failure`` why this round's tool gave no result; ``evidence`` the regions the tools of
+    every round so far found.
     """
 
     index: int
@@ -91,6 +93,7 @@ class QuestionState(TypedDict, total=False):
     notes: list[str]
     last_result: ToolResult | None
     failure: str | None
+    evidence: list[Evidence]
     sub_scores: Annotated[list[SubScore], operator.add]
 
 
@@ -137,6 +140,7 @@ def fan_out(state: AgentState, runtime: Runtime[AgentContext]) -> list[Send]:
             "request": None,
             "steps": [],
             "notes": [item.note] if item.note else [],
+            "evidence": [],
         }
         sends.append(Send("answer", start))
     return sends
@@ -223,11 +227,13 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
             "image_ids": {role: run.encode(img).sha256 for role, img in result.images.items()},
         }
     )
+    sizes = {role: image.size for role, image in run.loaded.items()}
     return {
         "result": result,
         "failure": None,
         "steps": [*state["steps"], step],
         "last_result": result,
+        "evidence": [*state.get("evidence", []), *evidence_of(result, round_number, sizes)],
     }
 
 
@@ -306,6 +312,7 @@ async def judge_node(state: QuestionState, runtime: Runtime[AgentContext]) -> di
         note="; ".join(notes) or None,
         # every note says the sub-question went without a tool the plan or the judge chose
         degraded=bool(notes),
+        evidence=list(state.get("evidence", [])),
     )
     shown = state.get("last_result")
     if last is not None and shown is not None:

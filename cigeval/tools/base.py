@@ -18,7 +18,11 @@ if TYPE_CHECKING:  # types only: the tool settings the command line reads stay l
 
 @dataclass(frozen=True)
 class Box:
-    """An axis-aligned box in pixel coordinates of the image it was found in."""
+    """An axis-aligned box in pixel coordinates of the image it was found in.
+
+    ``found_by`` names the tool that found the box when it is not the tool returning it (a
+    tool that runs another, as Zoom runs Difference or Grounding); None: the returning tool.
+    """
 
     x0: float
     y0: float
@@ -26,6 +30,7 @@ class Box:
     y1: float
     label: str | None = None
     score: float | None = None
+    found_by: str | None = None
 
     def as_list(self) -> list[float]:
         """``[x0, y0, x1, y1]``."""
@@ -42,7 +47,9 @@ class ToolResult:
     """What a tool returns.
 
     ``text`` is the observation given to the judge. ``images`` replaces input images by role
-    (e.g. the highlighted output). ``highlighted`` is True only when some region really was
+    (e.g. the highlighted output). ``boxes`` lists the regions found, by image role, each in
+    the pixels of that image as the sample gave it (never of a resized copy): they become the
+    sub-score's ``evidence``. ``highlighted`` is True only when some region really was
     highlighted: only then is the judge told to focus on the highlighted parts.
     """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from cigeval.tools.base import Box
 
@@ -30,12 +31,12 @@ def clip_box(box: Box, width: int, height: int) -> Box | None:
     y1 = min(max(max(box.y0, box.y1), 0.0), float(height))
     if x1 <= x0 or y1 <= y0:
         return None
-    return Box(x0, y0, x1, y1, label=box.label, score=box.score)
+    return replace(box, x0=x0, y0=y0, x1=x1, y1=y1)
 
 
 def scale_box(box: Box, sx: float, sy: float) -> Box:
     """``box`` with x coordinates multiplied by ``sx`` and y coordinates by ``sy``."""
-    return Box(box.x0 * sx, box.y0 * sy, box.x1 * sx, box.y1 * sy, box.label, box.score)
+    return replace(box, x0=box.x0 * sx, y0=box.y0 * sy, x1=box.x1 * sx, y1=box.y1 * sy)
 
 
 def merge_boxes(boxes: list[Box]) -> list[Box]:

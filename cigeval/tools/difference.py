@@ -94,6 +94,11 @@ class DifferenceReport:
         """``box`` (first image's coordinates) as highlighted on the second image."""
         return scale_box(box, *self.scale)
 
+    def in_b(self, box: Box) -> Box:
+        """``box`` (first image's coordinates) where it lies in the second image's own pixels
+        (scaled by the sizes, whatever the steps highlight there)."""
+        return scale_box(box, self.size_b[0] / self.size_a[0], self.size_b[1] / self.size_a[1])
+
 
 def _odd(size: int) -> int:
     return size if size % 2 == 1 else size + 1
@@ -287,8 +292,8 @@ def find_changed_regions(
 @dataclass
 class DifferencesShown:
     """What the Difference tool shows: the highlighted images by role, the boxes marked on
-    each image (the changed regions, and the mask region when the mask is split), and the
-    share of the first image they cover."""
+    each image (the changed regions, and the mask region when the mask is split), each in
+    that image's own pixels, and the share of the first image they cover."""
 
     images: dict[str, Image.Image]
     boxes: dict[str, list[Box]]
@@ -326,7 +331,10 @@ def show_differences(
                 shown[role] = Image.fromarray(highlight_pixels(pixels, spans))
                 if encode is not None:
                     encode(shown[role])
-    return report, DifferencesShown(shown, {role_a: marked, role_b: marked_b}, covered)
+    # the regions where they lie in each image (under the official steps the second image is
+    # highlighted with the first image's boxes unscaled; its evidence is still its own pixels)
+    found_b = [report.in_b(b) for b in marked]
+    return report, DifferencesShown(shown, {role_a: marked, role_b: found_b}, covered)
 
 
 class DifferenceTool:
