@@ -86,3 +86,9 @@ class ResultsWriteError(CigevalError):
     The run stops at once; the file keeps every complete record written before, so a rerun
     resumes. The command line exits with status 2.
     """
+
+
+class ReportWriteError(CigevalError):
+    """A report page could not be written (a folder that cannot be created or written, a full
+    disk); the file at its path, if any, is left as it was. The command line exits with
+    status 2."""

@@ -49,17 +49,27 @@ def configure_report_parser(p: argparse.ArgumentParser) -> None:
 
 def run_report(args: argparse.Namespace) -> int:
     """The ``report`` command."""
+    from cigeval.errors import CigevalError
     from cigeval.report import build_report
 
-    missing = [str(path) for path in args.results if not path.is_file()]
+    missing = [str(path) for path in args.results if not path.exists()]
     if missing:
         raise UsageError(f"results file(s) not found: {', '.join(missing)}")
+    for path in args.results:
+        if not path.is_file():
+            raise UsageError(f"{path} is not a regular file (give a results JSONL file)")
     if not 0 < args.confidence < 1:
         raise UsageError(f"--confidence must be between 0 and 1, got {args.confidence}")
     if args.bootstrap < 0:
         raise UsageError(f"--bootstrap must be 0 or more, got {args.bootstrap}")
     if args.thumbnail_size < 16:
         raise UsageError(f"--thumbnail-size must be at least 16, got {args.thumbnail_size}")
+    from cigeval.report.output import refuse_output_over_inputs
+
+    try:  # before anything is read (again when the page is written)
+        refuse_output_over_inputs(args.out, [("results file", path) for path in args.results])
+    except CigevalError as exc:
+        raise UsageError(str(exc)) from None
     started = time.perf_counter()
     report = build_report(
         args.results,
@@ -71,7 +81,10 @@ def run_report(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         thumbnail_cache=args.thumbnail_cache,
     )
-    path = report.write(args.out)
+    try:
+        path = report.write(args.out)
+    except CigevalError as exc:  # a path that is an input, a folder that cannot be written
+        raise UsageError(str(exc)) from None
     samples = len({str(r["id"]) for run in report.runs for r in run.records})
     skipped = sum(len(run.skipped) for run in report.runs)
     size = path.stat().st_size / 1e6

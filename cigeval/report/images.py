@@ -8,7 +8,9 @@ found or read is listed (sample, role, why) and shown as missing, never an error
 
 Thumbnails of files are kept in a cache (one SQLite file, :class:`ThumbnailCache`) keyed by
 the thumbnail settings and the sha256 of the file's bytes as read now, so a second report of
-the same images decodes none of them.
+the same images decodes none of them. A row is trusted only once checked: it names the key it
+was stored under (a row copied from another image names that image) and holds a PNG or JPEG
+that decodes and fits the thumbnail size; any other row is made anew, never shown.
 """
 
 from __future__ import annotations
@@ -135,8 +137,16 @@ FileJob = tuple[Path, bool]
 
 def _read_thumbnail(path: Path, side: int, mask: bool = False) -> tuple[str, str]:
     """The thumbnail of the file at ``path`` and its cache key (of the bytes read)."""
-    data = path.read_bytes()
+    data = _file_bytes(path)
     return file_thumbnail_data_uri(data, str(path), side, mask=mask), _cache_key(data, mask)
+
+
+def _file_bytes(path: Path) -> bytes:
+    """The bytes of the image file at ``path``: a regular file of at most
+    :data:`~cigeval._regular_file.MAX_IMAGE_BYTES` bytes (OSError for anything else)."""
+    from cigeval._regular_file import MAX_IMAGE_BYTES, read_regular
+
+    return read_regular(path, MAX_IMAGE_BYTES)
 
 
 def _cache_key(data: bytes, mask: bool) -> str:
@@ -154,6 +164,7 @@ class ThumbnailCache:
         from cigeval._cache_store import CacheStore
 
         self.store = CacheStore(folder)
+        self.side = side
         self.namespace = f"{side}px-{THUMBNAIL_METHOD}"
 
     def look_up(self, job: FileJob) -> str | None:
@@ -161,16 +172,44 @@ class ThumbnailCache:
         not readable: the worker that makes it says why)."""
         path, mask = job
         try:
-            value = self.store.get(self.namespace, _cache_key(path.read_bytes(), mask))
+            key = _cache_key(_file_bytes(path), mask)
+            value = self.store.get(self.namespace, key)
         except (OSError, sqlite3.Error):
             return None
-        return None if value is None else value.decode("ascii")
+        return None if value is None else _checked_row(value, key, self.side)
 
     def keep(self, made: list[tuple[str, str]]) -> None:
-        """Store the (cache key, data URI) pairs in one transaction."""
-        items = [(key, uri.encode("ascii")) for key, uri in made]
+        """Store the (cache key, data URI) pairs in one transaction, each row naming its key."""
+        items = [(key, f"{key}\n{uri}".encode("ascii")) for key, uri in made]
         with contextlib.suppress(OSError, sqlite3.Error):
             self.store.put_many(self.namespace, items)
+
+
+_THUMBNAIL_PREFIXES = ("data:image/png;base64,", "data:image/jpeg;base64,")
+
+
+def _checked_row(value: bytes, key: str, side: int) -> str | None:
+    """The data URI a cache row holds when the row is sound: it names ``key`` (the one it was
+    looked up by) and its image decodes and fits ``side``; else None (made again)."""
+    named, _, uri = value.partition(b"\n")
+    if named != key.encode("ascii"):
+        return None
+    try:
+        text = uri.decode("ascii")
+        prefix = next(p for p in _THUMBNAIL_PREFIXES if text.startswith(p))
+        data = base64.b64decode(text[len(prefix) :], validate=True)
+    except (UnicodeDecodeError, StopIteration, ValueError):
+        return None
+    import cv2  # decodes without Pillow, keeping what Pillow decodes the report's images
+    import numpy as np
+
+    try:
+        pixels = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    except cv2.error:
+        return None
+    if pixels is None or not 0 < max(pixels.shape[:2]) <= side:
+        return None
+    return text
 
 
 def file_thumbnail_data_uri(data: bytes, where: str, side: int, *, mask: bool = False) -> str:

@@ -206,15 +206,33 @@ class Report:
         return before + data.decode("utf-8") + after
 
     def write(self, path: str | Path) -> Path:
-        """Write :meth:`to_html` to ``path`` (UTF-8); returns the path."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """Write :meth:`to_html` to ``path`` (UTF-8) through a temporary file renamed over it;
+        returns the path. A path that is an input (a results file read, a samples file the
+        records name, a file of JSON lines) is refused with InputError, a failed write is
+        :class:`~cigeval.errors.ReportWriteError` (:mod:`cigeval.report.output`)."""
+        from cigeval.report.output import write_page
+
         before, data, after = self._page_parts()
-        with path.open("wb") as page:  # in parts: the page (tens of MB) is never one string
-            page.write(before.encode("utf-8"))
-            page.write(data)
-            page.write(after.encode("utf-8"))
-        return path
+        # in parts: the page (tens of MB) is never one string
+        parts = (before.encode("utf-8"), data, after.encode("utf-8"))
+        return write_page(Path(path), parts, self.input_files())
+
+    def input_files(self) -> list[tuple[str, Path]]:
+        """The files the report was made from, by what they are: its results files and the
+        samples files their records name."""
+        inputs: list[tuple[str, Path]] = []
+        samples: set[str] = set()
+        for run in self.runs:
+            if run.base_dir is not None:
+                inputs.append(("results file", Path(run.source)))
+            for record in run.records:
+                provenance = record.get("provenance")
+                named = provenance.get("samples_file") if isinstance(provenance, dict) else None
+                where = named.get("path") if isinstance(named, dict) else None
+                if isinstance(where, str) and where and where not in samples:
+                    samples.add(where)
+                    inputs.append(("samples file", Path(where)))
+        return inputs
 
     def _page_parts(self) -> tuple[str, bytes, str]:
         """The page's markup before its data block, the data (JSON in UTF-8), the markup after."""
