@@ -1,6 +1,7 @@
 """One card per sample: the condition text, the input images in their natural order (the
 output last), and per judge its score, each sub-question (score, tool, query, the tool's text
-and highlighted images) and the reasoning; errors with their message.
+and highlighted images, the evidence regions drawn on the images they belong to) and the
+reasoning; errors with their message.
 
 The same card serves the report page and the Jupyter card (``Score.to_html``): only how an
 image is referenced differs (``image_tag``). This module reads records into plain values;
@@ -68,7 +69,44 @@ CSS = """
 .cg-tool-imgs img{max-width:96px;max-height:96px}
 .cg-subs td.cg-tool{min-width:150px;max-width:260px}
 .cg-error{color:#a00;white-space:pre-wrap;word-break:break-word}
+.cg-ev{position:relative;display:block;width:fit-content;margin:0 auto 2px;line-height:0}
+.cg-ev img{border:0;outline:1px solid #ddd;max-width:128px;max-height:128px}
+.cg-ev svg{position:absolute;left:0;top:0;width:100%;height:100%;pointer-events:none;
+ overflow:visible}
+.cg-ev rect{fill:none;stroke-width:2px;vector-effect:non-scaling-stroke}
 """
+
+#: The colour each shipped tool's evidence is drawn in; other tools' in :data:`_OTHER_TOOL`.
+TOOL_COLOURS = {
+    "Grounding": "#1d63d8",
+    "Difference": "#d7261e",
+    "Zoom": "#13913a",
+    "OCR": "#8a2be2",
+}
+_OTHER_TOOL = "#e08a00"
+
+
+@dataclass(frozen=True)
+class Region:
+    """One evidence box drawn on a figure, in the pixels of the image it belongs to."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    colour: str
+    title: str
+
+
+@dataclass(frozen=True)
+class EvidenceFigure:
+    """An input image with a sub-question's evidence boxes over it: an SVG whose viewBox is
+    the image's own pixel frame (``frame``), stretched over the thumbnail, so every box lands
+    where it is in the image whatever size the thumbnail is shown at."""
+
+    figure: Figure
+    frame: tuple[int, int]
+    regions: tuple[Region, ...]
 
 
 def _condition_label(name: str) -> str:
@@ -106,8 +144,54 @@ def _steps(sub: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _sub_view(sub: Mapping[str, Any], image_tag: ImageTag) -> dict[str, Any]:
+def _evidence_figures(
+    sub: Mapping[str, Any], task: str, inputs: Mapping[str, str], image_tag: ImageTag
+) -> tuple[list[EvidenceFigure], list[str]]:
+    """The sub-question's evidence drawn on the images it belongs to (in the images' natural
+    order), and one line per region in words. A region whose image is not among the record's
+    inputs, or whose frame is not recorded, is listed but not drawn."""
+    entries = [e for e in sub.get("evidence") or [] if isinstance(e, dict)]
+    by_role: dict[str, list[Region]] = {}
+    frames: dict[str, tuple[int, int]] = {}
+    lines = []
+    for entry in entries:
+        box, size = _numbers_of(entry.get("box"), 4), _numbers_of(entry.get("image_size"), 2)
+        role, tool = str(entry.get("role")), str(entry.get("tool") or "?")
+        label = str(entry.get("label") or "region")
+        if box is None:
+            continue
+        x0, y0, x1, y1 = box
+        words = f"{role}: {label} [{x0:.0f}, {y0:.0f}, {x1:.0f}, {y1:.0f}] ({tool})"
+        lines.append(words)
+        if role not in inputs or size is None or min(size) <= 0:
+            continue
+        frame = (int(size[0]), int(size[1]))
+        if frames.setdefault(role, frame) != frame:
+            continue  # one frame per image: a box in another one would be drawn wrongly
+        colour = TOOL_COLOURS.get(tool, _OTHER_TOOL)
+        region = Region(x0, y0, x1 - x0, y1 - y0, colour, words)
+        by_role.setdefault(role, []).append(region)
+    figures = [
+        EvidenceFigure(image_tag(inputs[role], role), frames[role], tuple(by_role[role]))
+        for role in image_order(task, by_role)
+    ]
+    return figures, lines
+
+
+def _numbers_of(value: Any, count: int) -> tuple[float, ...] | None:
+    """``value`` as ``count`` numbers, or None when it is not a list of that many."""
+    if not isinstance(value, list | tuple) or len(value) != count:
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        return None
+    return tuple(float(v) for v in value)
+
+
+def _sub_view(
+    sub: Mapping[str, Any], image_tag: ImageTag, task: str, inputs: Mapping[str, str]
+) -> dict[str, Any]:
     steps = _steps(sub)
+    evidence, evidence_lines = _evidence_figures(sub, task, inputs, image_tag)
     images = sub.get("tool_image_ids") or {}
     return {
         "question": str(sub.get("question") or sub.get("question_id") or ""),
@@ -119,6 +203,8 @@ def _sub_view(sub: Mapping[str, Any], image_tag: ImageTag) -> dict[str, Any]:
         "figures": [image_tag(str(sha), str(role)) for role, sha in images.items()]
         if isinstance(images, dict)
         else [],
+        "evidence": evidence,
+        "evidence_lines": evidence_lines,
         "degraded": bool(sub.get("degraded")),
         "note": str(sub["note"]) if sub.get("note") else None,
         "reasoning": str(sub.get("reasoning") or ""),
@@ -148,7 +234,10 @@ def _judge_view(
         "score": _score_text(record),
         "error": str(record["error"]) if record.get("error") else None,
         "dimensions": _numbers(record.get("dimensions"), ".2f", keep_missing=True),
-        "subs": [_sub_view(sub, image_tag) for sub in sub_scores_of(record)],
+        "subs": [
+            _sub_view(sub, image_tag, task_of(record), input_images_of(record))
+            for sub in sub_scores_of(record)
+        ],
         "spread": _numbers(record.get("spread"), ".3g", keep_missing=False),
     }
 
