@@ -44,6 +44,10 @@ COMMANDS: tuple[Command, ...] = (
         "write one self-contained HTML page: leaderboard, plots, provenance, sample cards",
     ),
     Command(
+        "regions",
+        "write a results file's evidence regions as COCO JSON for a reviewer (docs/evidence.md)",
+    ),
+    Command(
         "compare",
         "which generator is better, and how sure: paired differences against a baseline",
     ),

@@ -21,6 +21,8 @@ from cigeval.report.render import macro
 from cigeval.results.record import (
     conditions_of,
     degraded_count,
+    evidence_box,
+    evidence_frame,
     generator_of,
     input_images_of,
     sub_scores_of,
@@ -155,7 +157,7 @@ def _evidence_figures(
     frames: dict[str, tuple[int, int]] = {}
     lines = []
     for entry in entries:
-        box, size = _numbers_of(entry.get("box"), 4), _numbers_of(entry.get("image_size"), 2)
+        box, size = evidence_box(entry), evidence_frame(entry)
         role, tool = str(entry.get("role")), str(entry.get("tool") or "?")
         label = str(entry.get("label") or "region")
         if box is None:
@@ -163,10 +165,9 @@ def _evidence_figures(
         x0, y0, x1, y1 = box
         words = f"{role}: {label} [{x0:.0f}, {y0:.0f}, {x1:.0f}, {y1:.0f}] ({tool})"
         lines.append(words)
-        if role not in inputs or size is None or min(size) <= 0:
+        if role not in inputs or size is None:
             continue
-        frame = (int(size[0]), int(size[1]))
-        if frames.setdefault(role, frame) != frame:
+        if frames.setdefault(role, size) != size:
             continue  # one frame per image: a box in another one would be drawn wrongly
         colour = TOOL_COLOURS.get(tool, _OTHER_TOOL)
         region = Region(x0, y0, x1 - x0, y1 - y0, colour, words)
@@ -176,15 +177,6 @@ def _evidence_figures(
         for role in image_order(task, by_role)
     ]
     return figures, lines
-
-
-def _numbers_of(value: Any, count: int) -> tuple[float, ...] | None:
-    """``value`` as ``count`` numbers, or None when it is not a list of that many."""
-    if not isinstance(value, list | tuple) or len(value) != count:
-        return None
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
-        return None
-    return tuple(float(v) for v in value)
 
 
 def _sub_view(

@@ -52,3 +52,29 @@ def input_images_of(record: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(images, dict):
         return {}
     return {str(role): sha for role, sha in images.items() if isinstance(sha, str)}
+
+
+def evidence_box(entry: Any) -> tuple[float, float, float, float] | None:
+    """An evidence entry's ``[x0, y0, x1, y1]`` as numbers, or None when it has no usable box
+    (not four numbers, or ends before it starts)."""
+    box = _numbers(entry.get("box") if isinstance(entry, Mapping) else None, 4)
+    if box is None or box[2] < box[0] or box[3] < box[1]:
+        return None
+    return box[0], box[1], box[2], box[3]
+
+
+def evidence_frame(entry: Any) -> tuple[int, int] | None:
+    """An evidence entry's ``image_size`` (the frame of its box), or None when it has none."""
+    size = _numbers(entry.get("image_size") if isinstance(entry, Mapping) else None, 2)
+    if size is None or min(size) <= 0:
+        return None
+    return int(size[0]), int(size[1])
+
+
+def _numbers(value: Any, count: int) -> tuple[float, ...] | None:
+    """``value`` as ``count`` numbers, or None when it is not a list of that many."""
+    if not isinstance(value, list | tuple) or len(value) != count:
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        return None
+    return tuple(float(v) for v in value)
