@@ -51,6 +51,14 @@ def private_cache(
     monkeypatch.setenv("CIGEVAL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
+@pytest.fixture(autouse=True)
+def warnings_said_anew() -> None:
+    """Each test starts with no warning said yet (each is said once per process)."""
+    from cigeval._warn_once import forget_warnings
+
+    forget_warnings()
+
+
 @pytest.fixture
 def openai_server() -> Iterator[FakeOpenAIServer]:
     """A started :class:`FakeOpenAIServer` replying "ok"; set ``.replies`` to script it."""

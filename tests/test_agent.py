@@ -19,6 +19,7 @@ from cigeval.testing import request_text, rule_judge
 from cigeval.testing.samples_factory import seven_task_samples
 from cigeval.tools import ToolResult, register_tool, unregister_tool
 from cigeval.trace import Trace
+from tests.official_stand_in import paper_prompt_dir
 
 #: The scripted judges never ask for Grounding, whose weights are not on this machine, so
 #: the preflight (which would load them) is off.
@@ -295,17 +296,18 @@ def test_html_display_shows_images_and_sub_scores(seven):
 
 
 def test_prompt_variants_replace_templates_and_form_an_ensemble(seven, tmp_path):
-    variant = tmp_path / "strict"
-    variant.mkdir()
     # the paper layout's judge template of the question (exact text, {name} placeholders)
     strict = "STRICT VARIANT: judge the prompt harshly.\n{tool_text}\nText Prompt: {text}\n"
-    (variant / "paper_judge_text_guided_ig_prompt_following.txt").write_text(strict)
+    variant = paper_prompt_dir(
+        tmp_path / "strict", paper_judge_text_guided_ig_prompt_following=strict
+    )
+    plain = paper_prompt_dir(tmp_path / "plain")  # a paper-layout folder holds every template
     backend = ScriptedBackend(rule_judge())
     ev = Evaluator(
         backend,
         run_config=NO_CACHE,
         tools=(),
-        ensemble=EnsembleConfig(prompt_dirs=(str(variant), str(tmp_path / "none"))),
+        ensemble=EnsembleConfig(prompt_dirs=(str(variant), str(plain))),
     )
     score = ev.evaluate(seven["text_guided_ig"])
     texts = [request_text(r) for r in backend.requests]

@@ -243,7 +243,10 @@ def test_tools_flag_enables_ocr_and_rejects_unknown_tools(env: Path, capsys):
             assert run(server, samples, env / "b.jsonl", "--tools", "Grounding,OCR") == 0
             assert "OCR" in {t.name for t in registered_tools()}
             plan = next(r for r in server.requests if "### Task" in request_text(r.body))
-            assert "- OCR:" in request_text(plan.body)
-            assert "- Difference:" not in request_text(plan.body)
+            # the offered tools in one numbered list, the official ones under the official names
+            text = request_text(plan.body)
+            assert "1. **Highlight**:" in text and "2. **OCR**:" in text
+            assert "Highlight or OCR or None" in text
+            assert "MaskFocus" not in text and "SceneGraph" not in text
         finally:
             unregister_tool("OCR")

@@ -21,6 +21,7 @@ from cigeval.tools import ToolContext, ToolResult
 from cigeval.tools.registry import TOOLS
 from tests.cli_support import evaluate_cli
 from tests.judge_view import fidelity_samples, jpeg75, with_ids
+from tests.official_stand_in import paper_prompt_dir
 
 
 @pytest.fixture
@@ -181,10 +182,8 @@ def test_fallbacks_through_the_cli(env: Path) -> None:
 
 def test_presets_and_the_scene_graph_prompt_through_the_cli(env: Path) -> None:
     samples = _samples(env, "text_guided_ig")
-    variant = env / "variant"
-    variant.mkdir()
     # the paper layout's scene-graph request (an exact-text template)
-    (variant / "paper_scene_graph.txt").write_text("VARIANT SCENE GRAPH PROMPT")
+    variant = paper_prompt_dir(env / "variant", paper_scene_graph="VARIANT SCENE GRAPH PROMPT")
 
     def reply(body: dict[str, Any]) -> str:
         text = request_text(body)

@@ -374,14 +374,17 @@ def test_official_prompts_refuses_a_folder_that_is_not_the_official_code(
     (tmp_path / "evaluate.py").write_text("def get_tool_text(tool, links, log):\n    return ''\n")
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "scene_graph.py").write_text("sgPrompt = 'graph'\n")
+    (tmp_path / "util.py").write_text("def GPTResponse2JSON(response):\n    return response\n")
     assert main(["official-prompts", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "lacks prompts the paper layout needs" in err and "Text_Guided_IE_Rule" in err
+    assert "Tool_Decide's list of the tools" in err and "repair prompt (util.py)" in err
 
 
 def test_a_paper_run_whose_judge_is_not_gpt4o_says_where_the_papers_graphs_came_from(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    from cigeval._warn_once import forget_warnings
     from cigeval.backends import ScriptedBackend
 
     def warnings() -> list[str]:
@@ -390,10 +393,13 @@ def test_a_paper_run_whose_judge_is_not_gpt4o_says_where_the_papers_graphs_came_
         ]
 
     with caplog.at_level("WARNING"):
-        Evaluator(ScriptedBackend(rule_judge()), run_config=NO_CACHE)
+        for _ in range(3):  # said once per process, not once per Evaluator
+            Evaluator(ScriptedBackend(rule_judge()), run_config=NO_CACHE)
     (warning,) = warnings()
-    assert "--scene-graph-model openai:gpt-4o-2024-05-13" in warning
+    # in Python's words
+    assert "scene_graph_model='openai:gpt-4o-2024-05-13'" in warning and "--" not in warning
     caplog.clear()
+    forget_warnings()
     with caplog.at_level("WARNING"):
         Evaluator(ScriptedBackend(rule_judge()), run_config=NO_CACHE, method="extended")
         Evaluator(ScriptedBackend(rule_judge()), run_config=NO_CACHE, tools=("Grounding",))

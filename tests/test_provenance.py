@@ -15,10 +15,12 @@ import pytest
 import cigeval
 from cigeval.cli import main
 from cigeval.prompts import templates_sha256
+from cigeval.prompts.prompt_set import folder_sha256
 from cigeval.results.jsonl import read_records
 from cigeval.testing import request_text, rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
+from tests.official_stand_in import paper_prompt_dir
 
 TOOLS = ("--tools", "Difference,Scene Graph")
 
@@ -139,10 +141,9 @@ def test_credentials_in_the_url_are_never_recorded(samples: Path, tmp_path: Path
 def test_other_prompt_templates_are_not_answered_from_the_cache(
     samples: Path, tmp_path: Path
 ) -> None:
-    variant = tmp_path / "variant"
-    variant.mkdir()
     # The same wording as the built-in re-ask prompt: the rendered messages do not change,
-    # but the templates in use do.
+    # but the templates in use do. (A paper run's folder holds every paper template.)
+    variant = paper_prompt_dir(tmp_path / "variant")
     builtin = Path(cigeval.__file__).parent / "prompts" / "reask.j2"
     (variant / "reask.j2").write_text(builtin.read_text() + "\n")
     with FakeOpenAIServer(rule_judge()) as server:
@@ -157,6 +158,12 @@ def test_other_prompt_templates_are_not_answered_from_the_cache(
         for r in records_of(tmp_path / name)
     }
     assert hashes == {templates_sha256(), templates_sha256(variant)} and len(hashes) == 2
+    sets = {
+        r["provenance"]["prompt_set"]
+        for n in ("a", "b")
+        for r in records_of(tmp_path / f"{n}.jsonl")
+    }
+    assert sets == {"paraphrase", f"custom:{folder_sha256(variant)[:16]}"}
 
 
 def cut_replies(body: dict[str, Any]) -> str:

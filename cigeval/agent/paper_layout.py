@@ -16,10 +16,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cigeval.messages import ImagePart, Message, TextPart
+from cigeval.prompts import paper_templates as paper_names
 from cigeval.prompts import render
-from cigeval.prompts.exact import exact_path, fill
+from cigeval.prompts.exact import exact_path, fill, read_exact
 from cigeval.registry import normalize_name
 from cigeval.tasks.spec import field_text
+from cigeval.tools.registry import OFFICIAL_TOOL_NAMES
 
 if TYPE_CHECKING:
     from cigeval.config import EvalConfig
@@ -28,15 +30,14 @@ if TYPE_CHECKING:
     from cigeval.tasks import SubQuestion, TaskSpec
     from cigeval.tools import Tool, ToolResult
 
-#: The planner's template; its ``{task}`` is the task's own template (:func:`plan_template`).
-PLANNER = "paper_planner"
-#: The scene-graph request's template.
-SCENE_GRAPH = "paper_scene_graph"
-#: The tool text after Grounding ("Highlight") or Difference ("MaskFocus").
-FOCUS = "paper_tool_focus"
-#: The tool text of one scene graph (``{scene_graph}``) and of two (``{scene_graph_1}``, ``_2``).
-ONE_SCENE_GRAPH = "paper_tool_scene_graph"
-TWO_SCENE_GRAPHS = "paper_tool_scene_graphs"
+#: The templates' names (:mod:`cigeval.prompts.paper_templates`), kept here for callers.
+PLANNER = paper_names.PLANNER
+SCENE_GRAPH = paper_names.SCENE_GRAPH
+FOCUS = paper_names.FOCUS
+ONE_SCENE_GRAPH = paper_names.ONE_SCENE_GRAPH
+TWO_SCENE_GRAPHS = paper_names.TWO_SCENE_GRAPHS
+judge_template = paper_names.judge_template
+plan_template = paper_names.plan_template
 #: Tools whose official tool text is the focus sentence, whatever they found.
 FOCUS_TOOLS = ("Grounding", "Difference")
 
@@ -69,18 +70,6 @@ PLAN_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "control_guided_ig": ("text",),
 }
 _ANY = ("text", "instruction", "subject")
-#: The tools the official planner prompt lists (cigeval's names, normalised).
-_OFFICIAL_TOOLS = {normalize_name(name) for name in ("Grounding", "Scene Graph", "Difference")}
-
-
-def judge_template(task_id: str, question_id: str) -> str:
-    """The judge template of one sub-question."""
-    return f"paper_judge_{task_id}_{question_id}"
-
-
-def plan_template(task_id: str) -> str:
-    """The planner's description of one task (the official rule and task lines)."""
-    return f"paper_plan_{task_id}"
 
 
 def official_plan(config: EvalConfig, spec: TaskSpec) -> bool:
@@ -160,23 +149,52 @@ def judge_messages(
     return [Message("user", tuple(parts))]
 
 
+def planner_tools(tools: list[Tool], prompt_dir: str | None = None) -> list[tuple[str, str]]:
+    """The tools the planner is shown, as (name, description): the official ones offered,
+    under the official prompt's names and in its order (Highlight, SceneGraph, MaskFocus),
+    then every other offered tool (OCR, your own) under its own name and description."""
+    offered = {normalize_name(t.name): t for t in tools}
+    shown: list[tuple[str, str]] = []
+    official = set()
+    for name in paper_names.OFFICIAL_TOOLS:
+        key = normalize_name(OFFICIAL_TOOL_NAMES[name])
+        if key in offered:
+            official.add(key)
+            shown.append((name, read_exact(paper_names.PLANNER_TOOL[name], prompt_dir)))
+    for key, tool in offered.items():
+        if key not in official:
+            shown.append((tool.name, tool.description))
+    return shown
+
+
+def planner_tools_departure(tools: list[Tool]) -> str | None:
+    """How the planner's tool list departs from the official prompt's (which lists Highlight,
+    SceneGraph and MaskFocus, whatever a run offers), or None when it does not."""
+    shown = [name for name, _ in planner_tools(tools)]
+    if shown == list(paper_names.OFFICIAL_TOOLS):
+        return None
+    listed = ", ".join(shown) or "no tool"
+    return f"{listed} (the official prompt lists {', '.join(paper_names.OFFICIAL_TOOLS)})"
+
+
 def plan_messages(
     run: SampleRun, spec: TaskSpec, roles: list[str], tools: list[Tool]
 ) -> list[Message]:
-    """One user message: the planner's prompt with the task's description, then the images
-    ``roles`` (the task's input order), unlabelled. Tools the official code does not have
-    (OCR, a plugin's) are listed in a text part of their own after the prompt, only when
-    offered."""
+    """One user message: the planner's prompt with the tools this run offers (official and
+    others in one numbered list, :func:`planner_tools`) and the task's description, then the
+    images ``roles`` (the task's input order), unlabelled."""
     prompt_dir = run.config.prompt_dir
-    names = PLAN_PLACEHOLDERS.get(spec.id, _ANY)
-    values = [(name, _value(run.sample, name, None)) for name in names]
+    shown = planner_tools(tools, prompt_dir)
+    lines = "\n".join(
+        paper_names.tool_line(number, name, description)
+        for number, (name, description) in enumerate(shown, start=1)
+    )
+    choices = " or ".join(name for name, _ in shown)
+    placeholders = PLAN_PLACEHOLDERS.get(spec.id, _ANY)
+    values = [(name, _value(run.sample, name, None)) for name in placeholders]
     task = fill(plan_template(spec.id), values, prompt_dir)
-    parts: list[TextPart | ImagePart] = [TextPart(fill(PLANNER, [("task", task)], prompt_dir))]
-    extra = [t for t in tools if normalize_name(t.name) not in _OFFICIAL_TOOLS]
-    if extra:
-        described = [{"name": t.name, "description": t.description} for t in extra]
-        parts.append(
-            TextPart(render("planner_more_tools.j2", prompt_dir=prompt_dir, tools=described))
-        )
+    # The tools first: the task's text is the sample's, and is never filled in itself.
+    filled = [("tools", lines), ("tool_choices", choices), ("task", task)]
+    parts: list[TextPart | ImagePart] = [TextPart(fill(PLANNER, filled, prompt_dir))]
     parts += [ImagePart(run.encode(run.loaded[role]), role) for role in roles]
     return [Message("user", tuple(parts))]

@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
+from cigeval._warn_once import warn_once
 from cigeval.backends._retrying import (
     PREFLIGHT_TIMEOUT_S,
     CallFailure,
@@ -108,7 +109,6 @@ class AnthropicBackend(RetryingBackend):
         secrets = [key] if key != PLACEHOLDER_KEY else []
         super().__init__(model, urls, secrets=secrets, policy=policy)
         self._key = Secret(key)
-        self._told_about_sampling = False
         self._clients = {url: PerLoop(self._client_factory(url)) for url in self.urls}
 
     def _client_factory(self, url: str | None) -> Any:
@@ -146,14 +146,13 @@ class AnthropicBackend(RetryingBackend):
 
     async def _attempt(self, request: ModelRequest, index: int) -> ModelResponse:
         url = self.urls[index]
-        if not self._told_about_sampling:
-            self._told_about_sampling = True
-            logger.warning(
-                "%s: the messages API takes no temperature, top_p or seed; Claude samples at "
-                "its own default, so its judgments are not deterministic (identical requests "
-                "are still answered from the response cache)",
-                self.identity,
-            )
+        warn_once(
+            logger,
+            f"anthropic-sampling:{self.identity}",
+            f"{self.identity}: the messages API takes no temperature, top_p or seed; Claude "
+            "samples at its own default, so its judgments are not deterministic (identical "
+            "requests are still answered from the response cache)",
+        )
         message = await self._clients[url].get().messages.create(**self.payload(request))
         return read_message(message, self.model, self.public_endpoint(url))
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cigeval._cache_store import CacheStore
+from cigeval._warn_once import warn_once
 from cigeval.backends.base import Backend, backend_endpoint
 from cigeval.backends.wrapper import WrappingBackend
 from cigeval.messages import (
@@ -235,13 +236,11 @@ class ResponseCache:
 
     def _warn(self, message: str) -> None:
         # Once per folder and process: a run has a cache for answers and one for tools.
-        if self.directory not in _WARNED:
-            _WARNED.add(self.directory)
-            logger.warning("%s (%s); going on without caching", message, self.directory)
-
-
-#: Cache folders already warned about in this process.
-_WARNED: set[Path] = set()
+        warn_once(
+            logger,
+            f"cache-unwritable:{self.directory}",
+            f"{message} ({self.directory}); going on without caching",
+        )
 
 
 def _entry_name(key: str) -> str:

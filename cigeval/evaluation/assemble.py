@@ -40,20 +40,29 @@ def usage_of(sessions: Iterable[JudgeSession], trace: Trace, wall_ms: int) -> di
 
 
 def judge_provenance(
-    label: str, backend: Backend, prompts_sha256: str | None, trace: Trace | None = None
+    label: str,
+    backend: Backend,
+    prompts_sha256: str | None,
+    trace: Trace | None = None,
+    *,
+    prompt_set: str | None = None,
 ) -> dict[str, Any]:
     """Where one judge's answers came from: its label, its endpoint (no credentials; None for
     in-process models), the model names the server reported in ``trace``, the sha256 of the
-    prompt templates, and how many calls ended for each finish reason (``length`` = cut at
-    max_tokens; ``unknown`` when the backend does not say)."""
+    prompt templates, the prompt set (:mod:`cigeval.prompts.prompt_set`), and how many calls
+    ended for each finish reason (``length`` = cut at max_tokens; ``unknown`` when the backend
+    does not say)."""
     calls = trace.model_calls() if trace is not None else []
-    return {
+    provenance: dict[str, Any] = {
         "judge": label,
         "endpoint": backend_endpoint(backend),
         "served_models": sorted({c.model for c in calls}),
         "prompts_sha256": prompts_sha256,
-        "finish_reasons": dict(Counter(c.finish_reason or "unknown" for c in calls)),
     }
+    if prompt_set is not None:
+        provenance["prompt_set"] = prompt_set
+    provenance["finish_reasons"] = dict(Counter(c.finish_reason or "unknown" for c in calls))
+    return provenance
 
 
 def provenance_of(
@@ -62,19 +71,28 @@ def provenance_of(
     method: str | None = None,
     scene_graph_model: str | None = None,
     sampling: dict[str, Any] | None = None,
+    planner_tools: str | None = None,
 ) -> dict[str, Any]:
     """A record's ``provenance``: cigeval's version, the method profile (``paper`` or
-    ``extended``), one :func:`judge_provenance` per judge, the scene-graph model when one
-    apart from the judges wrote the scene graphs, and the sampling settings sent
-    (``sampling``: "provider default" for one not sent)."""
+    ``extended``), the prompt set (``prompt_set``: the judges' prompt sets, one string,
+    :mod:`cigeval.prompts.prompt_set`), one :func:`judge_provenance` per judge, the
+    scene-graph model when one apart from the judges wrote the scene graphs, the sampling
+    settings sent (``sampling``: "provider default" for one not sent), and, where the
+    planner was shown other tools than the official prompt lists, which (``planner_tools``)."""
     provenance: dict[str, Any] = {"cigeval_version": __version__}
     if method is not None:
         provenance["method"] = method
-    provenance["judges"] = list(judges)
+    judges = list(judges)
+    sets = [j["prompt_set"] for j in judges if j.get("prompt_set")]
+    if sets:
+        provenance["prompt_set"] = ", ".join(dict.fromkeys(sets))
+    provenance["judges"] = judges
     if scene_graph_model is not None:
         provenance["scene_graph_model"] = scene_graph_model
     if sampling is not None:
         provenance["sampling"] = dict(sampling)
+    if planner_tools is not None:
+        provenance["planner_tools"] = planner_tools
     return provenance
 
 

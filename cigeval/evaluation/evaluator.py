@@ -16,6 +16,8 @@ from collections.abc import (
 )
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cigeval._caller import in_callers_words
+from cigeval._warn_once import warn_once
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
 from cigeval.backends.cache import (
@@ -40,6 +42,7 @@ from cigeval.image_store import ImageStore, image_location
 from cigeval.images import EncodedImage, ImagePixels
 from cigeval.messages import GenerationSettings
 from cigeval.prompts import templates_sha256
+from cigeval.prompts.prompt_set import missing_templates, prompt_set_of
 from cigeval.results.fingerprint import compute_fingerprint, fingerprint_settings
 from cigeval.rubrics import get_rubric
 from cigeval.rubrics.base import score_range_of
@@ -70,7 +73,8 @@ PAPER_SCENE_GRAPH_MODEL = "gpt-4o"
 
 def scene_graph_warning(config: EvalConfig, judges: list[str]) -> str | None:
     """Why a ``paper`` run's scene graphs are not the paper's: the paper wrote them with GPT-4o
-    whichever model judged; None when a judge is GPT-4o or the run cannot draw one."""
+    whichever model judged; None when a judge is GPT-4o or the run cannot draw one. In the
+    caller's words (flags inside a ``cigeval`` command, keywords from Python)."""
     if config.method != "paper" or config.rubric != "cigeval" or config.scene_graph_model:
         return None
     if config.tools is not None and not any("scene" in t.lower() for t in config.tools):
@@ -78,10 +82,29 @@ def scene_graph_warning(config: EvalConfig, judges: list[str]) -> str | None:
     others = [j for j in judges if PAPER_SCENE_GRAPH_MODEL not in j.lower()]
     if not others:
         return None
+    method = in_callers_words("--method paper", "method='paper'")
+    option = in_callers_words(
+        "--scene-graph-model openai:gpt-4o-2024-05-13",
+        "scene_graph_model='openai:gpt-4o-2024-05-13'",
+    )
     return (
-        f"--method paper: the paper's scene graphs came from GPT-4o, whichever model judged; "
-        f"here the judge ({', '.join(others)}) writes them. For the paper's graphs pass "
-        "--scene-graph-model openai:gpt-4o-2024-05-13"
+        f"{method}: the paper's scene graphs came from GPT-4o, whichever model judged; "
+        f"here the judge ({', '.join(others)}) writes them. For the paper's graphs pass {option}"
+    )
+
+
+def paraphrase_warning(prompt_sets: Collection[str]) -> str | None:
+    """What a run with cigeval's paraphrased paper prompts says once: that they are not the
+    official wording, and how to get it (in the caller's words); None for other prompt sets."""
+    if "paraphrase" not in prompt_sets:
+        return None
+    method = in_callers_words("--method paper", "method='paper'")
+    option = in_callers_words("--prompt-dir DIR", "prompt_dir='DIR'")
+    return (
+        f"{method} sends cigeval's own paraphrases of the official CIGEval prompts (records say "
+        "prompt_set 'paraphrase'); for the official wording, write it from a clone of "
+        "HITsz-TMG/Agentic-CIGEval with `cigeval official-prompts CLONE -o DIR` and pass "
+        f"{option} (docs/official-code.md)"
     )
 
 
@@ -149,6 +172,13 @@ class Evaluator:
         self.judges = build_judges(
             self.backends, self.config.generation(), self.ensemble, self.config.prompt_dir
         )
+        self._check_prompt_dirs()
+        #: The prompt set of each judge (:mod:`cigeval.prompts.prompt_set`), as records say it.
+        self.prompt_sets = [prompt_set_of(self.config, judge.prompt_dir) for judge in self.judges]
+        if self.rubric.name == "cigeval":
+            warning = paraphrase_warning(self.prompt_sets)
+            if warning is not None:
+                warn_once(logger, "paraphrased-prompts", warning)
         image_dir = self.run_config.image_dir
         self.image_store = ImageStore(image_dir) if image_dir is not None else None
         use_cache = self.run_config.use_cache and self.run_config.cache_dir is not None
@@ -197,12 +227,28 @@ class Evaluator:
         """How several judgments per sample are made and combined."""
         return self.spec.ensemble
 
+    def _check_prompt_dirs(self) -> None:
+        """ConfigError naming the templates a judge's ``--prompt-dir`` lacks: the paper
+        layout renders each of them, and a folder missing one would mix its wording with
+        cigeval's while the records named the folder."""
+        for prompt_dir in dict.fromkeys(judge.prompt_dir for judge in self.judges):
+            missing = missing_templates(self.config, prompt_dir)
+            if missing:
+                option = in_callers_words("--prompt-dir", "prompt_dir")
+                shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
+                raise ConfigError(
+                    f"{option} {prompt_dir} lacks {len(missing)} template(s) the paper layout "
+                    f"needs: {shown}. Write the complete set with `cigeval official-prompts "
+                    "CLONE -o DIR` (a folder written by an older cigeval lacks the newer ones)"
+                )
+
     def _scene_graph_backend(self) -> Backend | None:
         spec = self.config.scene_graph_model
         if spec is None:
-            warning = scene_graph_warning(self.config, [b.identity for b in self.backends])
+            identities = [b.identity for b in self.backends]
+            warning = scene_graph_warning(self.config, identities)
             if warning is not None:
-                logger.warning("%s", warning)
+                warn_once(logger, "paper-scene-graphs:" + ",".join(identities), warning)
             return None
         backend = resolve_backend(spec, run_config=self.run_config)
         if self.batch is not None:
@@ -291,15 +337,26 @@ class Evaluator:
                     judge.backend,
                     templates_sha256(judge.prompt_dir),
                     traces[index] if traces is not None else None,
+                    prompt_set=self.prompt_sets[index],
                 )
                 for index, judge in enumerate(self.judges)
             ),
             method=self.config.method,
+            planner_tools=self._planner_tools_departure(),
             scene_graph_model=(
                 self.scene_graph_backend.identity if self.scene_graph_backend else None
             ),
             sampling={name: self.config.record()[name] for name in SAMPLING_SETTINGS},
         )
+
+    def _planner_tools_departure(self) -> str | None:
+        """How the planner's tool list departs from the official prompt's, under the paper
+        layout (:func:`cigeval.agent.paper_layout.planner_tools_departure`); else None."""
+        if not hasattr(self.rubric, "offered_tools") or self.config.request_layout != "official":
+            return None
+        from cigeval.agent.paper_layout import planner_tools_departure
+
+        return planner_tools_departure(resolve_tools(self.config.tools))
 
     async def _judge_once(
         self, sample: Sample, images: dict[str, Any], judge: Judge, encoded: dict[int, Any]

@@ -10,9 +10,13 @@ writes them as the exact-text templates of :mod:`cigeval.agent.paper_layout`, so
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
+import re
 from pathlib import Path
 
 from cigeval.errors import ConfigError
+from cigeval.prompts import paper_templates as paper_names
 from cigeval.prompts.exact import EXACT_SUFFIX
 
 #: The official prompt module and its variable of each planner part, by cigeval task.
@@ -62,6 +66,12 @@ JUDGE_PROMPTS: dict[tuple[str, str], str] = {
 PROMPT_MODULE = Path("agent/prompt_agent.py")
 EVALUATE_MODULE = Path("evaluate.py")
 SCENE_GRAPH_MODULE = Path("tools/scene_graph.py")
+UTIL_MODULE = Path("util.py")
+#: The file ``official-prompts`` writes beside the templates: where they came from and the
+#: sha256 of each, so a run can tell an unchanged official set (:mod:`.prompt_set`).
+MANIFEST = "prompt-set.json"
+#: The official planner's tool lines, ``1. **Highlight**: ...`` (``paper_templates.tool_line``).
+_TOOL_LINE = re.compile(r"^(\d+)\. \*\*(\w+)\*\*: (.*)$", re.MULTILINE)
 
 
 def _tree(root: Path, relative: Path) -> ast.Module:
@@ -117,6 +127,52 @@ def _tool_texts(tree: ast.Module) -> dict[str, str]:
     return texts
 
 
+def _planner_parts(text: str) -> dict[str, str]:
+    """The official planner prompt split into the template (its tool list and the tool names
+    it lists replaced by ``{tools}`` and ``{tool_choices}``) and each tool's description, so
+    that a run shows the planner exactly the tools it offers. Empty when the prompt does not
+    list the official tools as expected (the caller reports it)."""
+    lines = list(_TOOL_LINE.finditer(text))
+    found = [match.group(2) for match in lines]
+    if found != list(paper_names.OFFICIAL_TOOLS):
+        return {}
+    listed = text[lines[0].start() : lines[-1].end()]
+    described = {match.group(2): match.group(3) for match in lines}
+    rebuilt = "\n".join(
+        paper_names.tool_line(number, name, described[name])
+        for number, name in enumerate(paper_names.OFFICIAL_TOOLS, start=1)
+    )
+    choices = " or ".join(paper_names.OFFICIAL_TOOLS)
+    if listed != rebuilt or text.count(choices) != 1:
+        return {}
+    template = text.replace(listed, "{tools}", 1).replace(choices, "{tool_choices}", 1)
+    parts = {paper_names.PLANNER: template}
+    for name in paper_names.OFFICIAL_TOOLS:
+        parts[paper_names.PLANNER_TOOL[name]] = described[name]
+    return parts
+
+
+def _repair_prompt(tree: ast.Module) -> str | None:
+    """The repair request of ``GPTResponse2JSON`` in util.py (an f-string around the reply it
+    could not read), with ``{reply}`` where the reply goes; None when it is not there."""
+    function = _function(tree, "GPTResponse2JSON", UTIL_MODULE)
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.JoinedStr):
+            continue
+        pieces: list[str] = []
+        for value in node.value.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                pieces.append(value.value)
+            elif isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name):
+                pieces.append("{reply}")
+            else:
+                break
+        else:
+            if pieces.count("{reply}") == 1:
+                return "".join(pieces)
+    return None
+
+
 def extract_official_prompts(root: str | Path) -> dict[str, str]:
     """Every paper-layout template (name -> exact text) read from the official code at ``root``.
 
@@ -135,16 +191,29 @@ def extract_official_prompts(root: str | Path) -> dict[str, str]:
             return ""
         return source[name]
 
-    templates["paper_planner"] = take("Tool_Decide", strings, PROMPT_MODULE)
+    planner = _planner_parts(take("Tool_Decide", strings, PROMPT_MODULE))
+    if not planner and "Tool_Decide" in strings:
+        listed = ", ".join(paper_names.OFFICIAL_TOOLS)
+        missing.append(f"Tool_Decide's list of the tools {listed} ({PROMPT_MODULE})")
+    templates.update(planner)
     for task, parts in PLAN_PARTS.items():
-        templates[f"paper_plan_{task}"] = "".join(take(p, strings, PROMPT_MODULE) for p in parts)
+        templates[paper_names.plan_template(task)] = "".join(
+            take(p, strings, PROMPT_MODULE) for p in parts
+        )
     for (task, question), variable in JUDGE_PROMPTS.items():
-        templates[f"paper_judge_{task}_{question}"] = take(variable, strings, PROMPT_MODULE)
+        templates[paper_names.judge_template(task, question)] = take(
+            variable, strings, PROMPT_MODULE
+        )
     tools = _tool_texts(_tree(folder, EVALUATE_MODULE))
-    for name in ("paper_tool_focus", "paper_tool_scene_graph", "paper_tool_scene_graphs"):
+    for name in (paper_names.FOCUS, paper_names.ONE_SCENE_GRAPH, paper_names.TWO_SCENE_GRAPHS):
         templates[name] = take(name, tools, EVALUATE_MODULE)
     graph = _string_assignments(_tree(folder, SCENE_GRAPH_MODULE))
-    templates["paper_scene_graph"] = take("sgPrompt", graph, SCENE_GRAPH_MODULE)
+    templates[paper_names.SCENE_GRAPH] = take("sgPrompt", graph, SCENE_GRAPH_MODULE)
+    repair = _repair_prompt(_tree(folder, UTIL_MODULE))
+    if repair is None:
+        missing.append(f"GPTResponse2JSON's repair prompt ({UTIL_MODULE})")
+    else:
+        templates[paper_names.REPAIR] = repair
     if missing:
         raise ConfigError(
             f"{folder} lacks prompts the paper layout needs: {', '.join(missing)} "
@@ -153,10 +222,40 @@ def extract_official_prompts(root: str | Path) -> dict[str, str]:
     return templates
 
 
+def _clone_commit(root: Path) -> str | None:
+    """The commit a git clone's HEAD points at, read from its files (None when unknown)."""
+    git = root / ".git"
+    try:
+        head = (git / "HEAD").read_text("utf-8").strip()
+        if not head.startswith("ref: "):
+            return head or None
+        ref = head[len("ref: ") :]
+        loose = git / ref
+        if loose.is_file():
+            return loose.read_text("utf-8").strip() or None
+        for line in (git / "packed-refs").read_text("utf-8").splitlines():
+            if line.endswith(" " + ref):
+                return line.split(" ", 1)[0]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
 def write_official_prompts(root: str | Path, out: str | Path) -> list[Path]:
-    """Write the templates of :func:`extract_official_prompts` into ``out``; the paths written."""
+    """Write the templates of :func:`extract_official_prompts` into ``out``, with the
+    manifest (:data:`MANIFEST`: the source, its commit, each template's sha256); the paths
+    written."""
     templates = extract_official_prompts(root)
     folder = Path(out).expanduser()
+    manifest = {
+        "prompt_set": "official",
+        "source": "HITsz-TMG/Agentic-CIGEval",
+        "commit": _clone_commit(Path(root).expanduser()),
+        "templates": {
+            f"{name}{EXACT_SUFFIX}": hashlib.sha256(text.encode("utf-8")).hexdigest()
+            for name, text in sorted(templates.items())
+        },
+    }
     try:
         folder.mkdir(parents=True, exist_ok=True)
         written = []
@@ -164,6 +263,9 @@ def write_official_prompts(root: str | Path, out: str | Path) -> list[Path]:
             path = folder / f"{name}{EXACT_SUFFIX}"
             path.write_bytes(text.encode("utf-8"))
             written.append(path)
+        path = folder / MANIFEST
+        path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        written.append(path)
     except OSError as exc:
         raise ConfigError(f"cannot write the prompt templates into {folder}: {exc}") from None
     return written

@@ -65,6 +65,8 @@ class RunSummary:
     previous_errors: int = 0
     cost_usd: float = 0.0
     judges: set[str] = field(default_factory=set)
+    #: The prompt sets that produced the samples judged (``provenance.prompt_set``), counted.
+    prompt_sets: Counter[str] = field(default_factory=Counter)
     judgments_per_sample: int = 1
     #: Samples with a sub-question judged without the tool the plan chose, and those
     #: sub-questions (``SubScore.degraded``), whatever the sample's status.
@@ -104,6 +106,9 @@ class RunSummary:
         self.completion_tokens += completion
         if score.judge:
             self.judges.add(score.judge)
+        prompt_set = score.provenance.get("prompt_set")
+        if prompt_set:
+            self.prompt_sets[str(prompt_set)] += 1
         judgments = len(score.details.get("judgments") or ())
         self.judgments_per_sample = max(self.judgments_per_sample, judgments)
         if self.prices:
@@ -157,6 +162,7 @@ class RunSummary:
             "batch": self.batch.as_dict() if self.batch is not None else None,
             "batch_saving_usd": round(self.batch_saving_usd, 4) if self.batch else None,
             "judgments_per_sample": self.judgments_per_sample,
+            "prompt_sets": dict(self.prompt_sets),
             "wall_s": round(wall_s, 2),
         }
 
@@ -170,6 +176,11 @@ class RunSummary:
         for task, values in sorted(self.per_task.items()):
             mean = sum(values) / len(values)
             lines.append(f"  {safe_text(task):<18} n={len(values):<5} mean score {mean:.3f}")
+        if self.prompt_sets:
+            lines.append(
+                "prompts: "
+                + "; ".join(_prompt_set_line(n, c) for n, c in self.prompt_sets.most_common())
+            )
         if self.degraded_samples:
             treated = (
                 "made errors by --on-degraded error"
@@ -240,3 +251,19 @@ class RunSummary:
                 "(rerun with --retry-errors to try them again)"
             )
         return "\n".join(lines)
+
+
+#: What each prompt set is, in a few words, for the summary.
+_PROMPT_SET_WORDS = {
+    "official": "the official CIGEval prompts",
+    "paraphrase": "cigeval's paraphrases of the official prompts",
+    "cigeval": "cigeval's own prompts",
+    "custom": "a prompt folder of your own",
+}
+
+
+def _prompt_set_line(prompt_set: str, samples: int) -> str:
+    """``official:1a2b... (the official CIGEval prompts, 12 samples)``."""
+    words = [_PROMPT_SET_WORDS.get(part.split(":", 1)[0].strip()) for part in prompt_set.split(",")]
+    said = " + ".join(w for w in words if w) or "unknown"
+    return f"{safe_text(prompt_set)} ({said}, {samples} sample{'s' if samples != 1 else ''})"
