@@ -28,6 +28,7 @@ from cigeval._unicode import safe_text
 from cigeval.backends.attempts import counting_http_attempts
 from cigeval.backends.base import Backend
 from cigeval.backends.observers import observed_call
+from cigeval.backends.routing import CallLabel, routed_complete
 from cigeval.errors import ParseError, TransportError
 from cigeval.messages import (
     DEFAULT_MAX_REPLY_CHARS,
@@ -233,7 +234,8 @@ class JudgeSession:
         # told to the call's observers: the record's HTTP attempts, the run's progress bar
         with counting_http_attempts() as counter, observed_call() as received:
             try:
-                response = await self.backend.complete(request)
+                label = CallLabel(purpose, question_id, attempt, round)
+                response = await routed_complete(self.backend, request, label)
             except TransportError as exc:
                 self.transport_failure = exc.reason  # for the run's circuit breaker
                 raise

@@ -1,14 +1,14 @@
 """The shipped example samples judged by cigeval inside inspect_ai (docs/inspect.md).
 
 Each sample already has its output image, so the task has no solver step: inspect runs no
-model of its own, and the cigeval scorer shows the judge every image of every sample::
+model of its own (no ``--model`` is needed), and the cigeval scorer shows the judge every
+image of every sample::
 
     pip install 'cigeval[inspect]'
-    inspect eval examples/inspect_task.py --model mockllm/model \\
-        -T judge=openai:my-vlm@http://localhost:8000/v1
+    inspect eval examples/inspect_task.py -T judge=openai:my-vlm@http://localhost:8000/v1
 
-``--model`` is the model under test, which this task never calls; ``judge`` is any cigeval
-judge spec. Grounding is left out by default (``tools``) so that no GroundingDINO weights are
+``judge`` is any cigeval judge spec; its calls are model events of each sample's
+transcript. Grounding is left out by default (``tools``) so that no GroundingDINO weights are
 needed; pass ``-T tools=Grounding,Difference,Scene Graph`` where they can be loaded. For an
 eval whose solver makes the images, give ``inspect_samples(..., outputs=False)`` and a
 solver: see docs/inspect.md.

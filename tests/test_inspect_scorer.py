@@ -275,7 +275,7 @@ def test_the_example_task_scores_every_shipped_sample(tmp_path: Path) -> None:
     shipped = [line for line in (path.parent / "samples.jsonl").read_text().splitlines() if line]
     with FakeOpenAIServer(rule_judge(default_score=5)) as server:
         task = module.cigeval_examples(judge=f"openai:judge@{server.base_url}")
-        (log,) = eval(task, model=_mock_model(), log_dir=str(tmp_path / "logs"), display="none")
+        (log,) = eval(task, log_dir=str(tmp_path / "logs"), display="none")  # no model
         plans = [r for r in server.requests if any("### Task:" in t for t in r.texts())]
     assert log.status == "success", log.error
     assert len(plans) == len(shipped)  # one planning call per sample: every one was judged

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections import Counter
 from typing import Any
@@ -11,9 +12,11 @@ from inspect_ai.model import ChatMessageAssistant, ContentImage
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
+from cigeval.backends.routing import routing_calls
 from cigeval.errors import CigevalError, InputError, PreflightError
 from cigeval.evaluation import Evaluator
 from cigeval.integrations._images import image_input
+from cigeval.integrations._inspect_model import InspectRoute, JudgeModels
 from cigeval.integrations._keys import ERROR_KEY, OUTPUT_KEY, SAMPLE_KEY
 from cigeval.sample import Sample, sample_from_dict
 from cigeval.score import Score as CigevalScore
@@ -21,10 +24,20 @@ from cigeval.score import Score as CigevalScore
 
 @scorer(metrics=[mean(), stderr()], name="cigeval")
 def cigeval_judge(
-    model: Any, task: str | None = None, output_key: str = OUTPUT_KEY, **settings: Any
+    model: Any,
+    task: str | None = None,
+    output_key: str = OUTPUT_KEY,
+    model_events: bool = True,
+    preview_size: int | None = 256,
+    **settings: Any,
 ) -> Scorer:
     """cigeval's judgement of each sample's images (see ``inspect_scorer``)."""
     evaluator = Evaluator(model, **settings)
+    models = JudgeModels() if model_events else None
+    if models is not None:
+        # a sample replayed whole from the answer cache makes no call, so its transcript
+        # would show no judge: each call is answered from the cache instead, and recorded
+        evaluator.replay = None
 
     async def score(state: TaskState, target: Target) -> Score:
         problem = state.metadata.get(ERROR_KEY)
@@ -45,15 +58,19 @@ def cigeval_judge(
             ]
         except InputError as exc:
             return Score.unscored(reason="scoring_failed", explanation=_named(state, exc))
+        route = InspectRoute(models) if models is not None else None
         judged: list[CigevalScore] = []
         for sample in samples:
             try:
-                judged.append(await evaluator.evaluate_async(sample))
+                with routing_calls(route) if route is not None else contextlib.nullcontext():
+                    judged.append(await evaluator.evaluate_async(sample))
             except PreflightError:
                 raise  # the judge cannot work at all: a clear error, not a column of NaN
             except CigevalError as exc:
                 return Score.unscored(reason="scoring_failed", explanation=str(exc))
-        return _inspect_score(judged)
+            if route is not None and route.exceeded is not None:
+                raise route.exceeded  # an inspect limit stops the sample, as for any model
+        return _inspect_score(judged, preview_size)
 
     return score
 
@@ -139,9 +156,9 @@ def _text_condition(task: str, state: TaskState) -> dict[str, str]:
     return {fields[0]: state.input_text}
 
 
-def _inspect_score(judged: list[CigevalScore]) -> Score:
+def _inspect_score(judged: list[CigevalScore], preview_size: int | None) -> Score:
     """The inspect Score of one sample's cigeval Score(s) (one per output image)."""
-    explanation = "\n".join(s.summary(reasoning=True) for s in judged)
+    explanation = "\n\n".join(_explained(s, preview_size) for s in judged)
     metadata = {
         "cigeval": [_score_metadata(s) for s in judged],
         "tools": {s.question_id: s.tool for one in judged for s in one.sub_scores},
@@ -156,6 +173,24 @@ def _inspect_score(judged: list[CigevalScore]) -> Score:
         )
     values = [float(s.value) for s in judged if s.value is not None]
     return Score(value=sum(values) / len(values), explanation=explanation, metadata=metadata)
+
+
+def _explained(score: CigevalScore, preview_size: int | None) -> str:
+    """``score``'s summary with its reasoning, after the judged output image (a Markdown image
+    of a ``preview_size`` thumbnail, which ``inspect view`` shows; None: no image)."""
+    summary = score.summary(reasoning=True)
+    if preview_size is None:
+        return summary
+    try:
+        image = score.images.get("output")
+        if image is None:
+            return summary
+        from cigeval.report.images import thumbnail_data_uri
+
+        preview = thumbnail_data_uri(image, preview_size)
+    except (OSError, ValueError) as exc:  # an image that cannot be read again: the text only
+        return f"{summary}\n(the judged image cannot be shown: {exc})"
+    return f"![{score.id}: the judged output]({preview})\n\n{summary}"
 
 
 def _score_metadata(score: CigevalScore) -> dict[str, Any]:

@@ -36,6 +36,8 @@ def inspect_scorer(
     *,
     task: str | None = None,
     output_key: str = OUTPUT_KEY,
+    model_events: bool = True,
+    preview_size: int | None = 256,
     **settings: Any,
 ) -> Scorer:
     """An inspect_ai scorer that judges each sample's images with cigeval.
@@ -55,8 +57,17 @@ def inspect_scorer(
     ``output_key`` in ``state.metadata`` (where :func:`inspect_samples` keeps a sample's
     existing output). Several output images are each judged; the value is their mean.
 
+    The judge's calls go through inspect's model layer (``model_events=True``): each is a
+    model event of the sample's transcript (the messages with their images, the reply, the
+    tokens), under the model name ``cigeval/<judge>``, counted in the eval's usage totals
+    and held to ``--max-connections`` and any token limit in force. Answers from cigeval's
+    cache are events too, marked ``cached`` in the output's metadata and counting no
+    tokens; a sample is then judged call by call, never replayed whole from the cache.
+
     The Score: ``value`` is cigeval's score (0-1, e.g. the minimum of the sub-scores / 10);
-    ``explanation`` one line per sub-question with its score, tool and reasoning;
+    ``explanation`` the judged output image (a Markdown image, ``preview_size`` pixels on
+    its longest side; None: no image), then one line per sub-question with its score, tool
+    and reasoning;
     ``metadata`` the sub-scores, the tool each used, the judge and the trace's summary (model
     calls by purpose, tokens, events). A sample cigeval cannot judge (an unreadable image, a
     judge that failed on it) is unscored (NaN, left out of the metrics) with the reason in
@@ -66,7 +77,14 @@ def inspect_scorer(
     _require_inspect()
     from cigeval.integrations._inspect_scorer import cigeval_judge
 
-    return cigeval_judge(model, task=task, output_key=output_key, **settings)
+    return cigeval_judge(
+        model,
+        task=task,
+        output_key=output_key,
+        model_events=model_events,
+        preview_size=preview_size,
+        **settings,
+    )
 
 
 def inspect_samples(
