@@ -185,9 +185,15 @@ class Score(BaseModel):
     input_images: dict[str, str] = Field(
         default_factory=dict, description="The sample's images shown to the judge: role -> sha256."
     )
+    images_not_shown: dict[str, str] = Field(
+        default_factory=dict,
+        description="The sample's images never sent to the judge (the edit mask of "
+        "mask-guided editing), role -> sha256: reports show them marked as such.",
+    )
     image_files: dict[str, str] = Field(
         default_factory=dict,
-        description="Where each image shown to the judge can be read back: sha256 -> path.",
+        description="Where each image of input_images, images_not_shown and the tools can be "
+        "read back: sha256 -> path.",
     )
     passthrough: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, int] = Field(default_factory=dict)
@@ -259,6 +265,8 @@ class Score(BaseModel):
         record.update(self.passthrough)
         if self.input_images:
             record["input_images"] = self.input_images
+        if self.images_not_shown:
+            record["images_not_shown"] = self.images_not_shown
         if self.image_files:
             record["image_files"] = self.image_files
         record["judge"] = self.judge
@@ -291,6 +299,7 @@ class Score(BaseModel):
             "spread",
             "judge",
             "input_images",
+            "images_not_shown",
             "image_files",
             "usage",
             "config",
@@ -314,6 +323,7 @@ class Score(BaseModel):
             spread=record.get("spread"),
             judge=record.get("judge"),
             input_images=record.get("input_images") or {},
+            images_not_shown=record.get("images_not_shown") or {},
             image_files=record.get("image_files") or {},
             usage=record.get("usage") or {},
             config=record.get("config") or {},
@@ -333,7 +343,8 @@ class Score(BaseModel):
         record = self.to_record(include_trace=False)
         images = self.images_by_hash()
         # images held in memory without a hash (a Score built by hand) are still shown
-        unhashed = {role: f"role:{role}" for role in self.images if role not in self.input_images}
+        hashed = {**self.input_images, **self.images_not_shown}
+        unhashed = {role: f"role:{role}" for role in self.images if role not in hashed}
         images.update({key: self.images[role] for role, key in unhashed.items()})
         if unhashed:
             record["input_images"] = {**record.get("input_images", {}), **unhashed}
@@ -341,9 +352,8 @@ class Score(BaseModel):
 
     def images_by_hash(self) -> dict[str, Image.Image]:
         """The input and tool images held in memory, by the sha256 the record names them by."""
-        images = {
-            sha: self.images[role] for role, sha in self.input_images.items() if role in self.images
-        }
+        named = {**self.input_images, **self.images_not_shown}
+        images = {sha: self.images[role] for role, sha in named.items() if role in self.images}
         for sub in self.sub_scores:
             for role, image in sub.tool_images.items():
                 sha = sub.tool_image_ids.get(role)

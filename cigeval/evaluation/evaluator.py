@@ -37,6 +37,7 @@ from cigeval.evaluation.assemble import (
     usage_of,
 )
 from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
+from cigeval.evaluation.not_shown import images_not_shown, not_shown_files
 from cigeval.evaluation.replay import SampleReplay, built_in_judging
 from cigeval.image_store import ImageStore, image_location
 from cigeval.images import EncodedImage, ImagePixels
@@ -427,7 +428,8 @@ class Evaluator:
             if replay is not None and key is not None and not cache_bypassed():
                 replayed = replay.replayed(key, started)
             if replayed is not None and self.image_store is not None:
-                return replayed  # its record says where every image it showed is
+                # its record says where the images it showed are
+                return _locate_not_shown(replayed, sample, self.image_store)
             images = load_sample_images(sample)
             if self.config.image_encoding == "jpeg75":
                 # nothing is sent as it was read: hold no file's bytes while the sample waits
@@ -436,7 +438,7 @@ class Evaluator:
             if replayed is not None:  # it holds its input images, as a judged Score does
                 replayed._images = ImagePixels(images)
                 replayed._file_hashes = file_hashes(images)
-                return replayed
+                return _locate_not_shown(replayed, sample, self.image_store)
         except Exception as exc:
             message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
             trace = Trace()
@@ -475,6 +477,10 @@ class Evaluator:
         trace = Trace(events=[e for _, _, t in outcomes for e in t.events])
         input_images = {r: encoded[id(i)].sha256 for r, i in images.items() if id(i) in encoded}
         image_files = await asyncio.to_thread(self._image_files, encoded.values())
+        not_shown = images_not_shown(images)
+        if not_shown:
+            store = self.image_store
+            image_files.update(await asyncio.to_thread(not_shown_files, sample, not_shown, store))
         wall_ms = round((time.perf_counter() - started) * 1000)
         score = assemble_score(
             sample_id=sample.id,
@@ -488,6 +494,7 @@ class Evaluator:
             usage=usage_of((s for _, group, _ in outcomes for s in group), trace, wall_ms),
             images=images,
             input_images=input_images,
+            images_not_shown=not_shown,
             image_files=image_files,
             provenance=self._provenance([t for _, _, t in outcomes]),
             score_range=score_range_of(self.rubric),
@@ -624,6 +631,15 @@ class Evaluator:
     ) -> list[Score]:
         """Synchronous :meth:`evaluate_many_async`."""
         return run_sync(self._closing(self.evaluate_many_async(items, concurrency)))
+
+
+def _locate_not_shown(score: Score, sample: Sample, store: ImageStore | None) -> Score:
+    """A replayed Score with the files of its images never sent (the edit mask) located in
+    ``sample``, as a judging lists them (the stored record keeps where shown images are)."""
+    files = not_shown_files(sample, score.images_not_shown, store)
+    if files:
+        score.image_files = {**score.image_files, **files}
+    return score
 
 
 def _as_sample(item: SampleInput) -> Sample:

@@ -12,7 +12,7 @@ never interpreted).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from cigeval.results.record import (
     evidence_box,
     evidence_frame,
     generator_of,
+    images_not_shown_of,
     input_images_of,
     sub_scores_of,
     task_of,
@@ -39,6 +40,8 @@ class Figure:
     src: str | None = None
     key: str | None = None
     reason: str = "missing"
+    #: Said under the caption (an image the judge was not sent).
+    note: str | None = None
 
 
 #: ``image_tag(sha256, caption)`` -> the Figure showing one image (or saying it is missing).
@@ -269,10 +272,16 @@ def sample_card(
     task = task_of(first)
     conditions: dict[str, str] = {}
     images: dict[str, str] = {}
+    not_shown: dict[str, str] = {}
     for record in records:
         conditions = conditions or conditions_of(record)
         for role, sha in input_images_of(record).items():
             images.setdefault(role, sha)
+        for role, sha in images_not_shown_of(record).items():
+            not_shown.setdefault(role, sha)
+    for role, sha in not_shown.items():
+        images.setdefault(role, sha)
+    shown = {role for record in records for role in input_images_of(record)}
     card = {
         "id": sample_id,
         "task": task,
@@ -283,10 +292,21 @@ def sample_card(
         "human": None if first.get("human") is None else _human_text(first["human"]),
         "conditions": [(_condition_label(name), text) for name, text in conditions.items()],
         "no_conditions": not conditions and bool(records),
-        "figures": [image_tag(images[role], role) for role in image_order(task, images)],
+        "figures": [
+            _figure(image_tag(images[role], role), role in not_shown and role not in shown)
+            for role in image_order(task, images)
+        ],
         "judges": [_judge_view(label, record, image_tag) for label, record in judged],
     }
     return str(_card_macro()(card))
+
+
+#: The note under an image the judge was never sent (docs/what-the-judge-sees.md#image-roles).
+NOT_SHOWN_NOTE = "not shown to the judge"
+
+
+def _figure(figure: Figure, not_shown: bool) -> Figure:
+    return replace(figure, note=NOT_SHOWN_NOTE) if not_shown else figure
 
 
 @cache

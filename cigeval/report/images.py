@@ -407,10 +407,12 @@ def _locate(location: Any, base_dir: Path | None) -> Path | None:
 
 
 def requested_hashes(record: dict[str, Any]) -> Iterable[tuple[str, str]]:
-    """(role, sha256) of every image a record's card shows: inputs, then tool images."""
-    for role, sha in (record.get("input_images") or {}).items():
-        if isinstance(sha, str):
-            yield str(role), sha
+    """(role, sha256) of every image a record's card shows: inputs (those the judge was not
+    sent too), then tool images."""
+    from cigeval.results.record import images_not_shown_of, input_images_of
+
+    yield from input_images_of(record).items()
+    yield from images_not_shown_of(record).items()
     for sub in record.get("sub_scores") or []:
         if not isinstance(sub, dict):
             continue

@@ -14,9 +14,10 @@ import base64
 import datetime
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -33,6 +34,7 @@ from cigeval.report.compare import compare_section
 from cigeval.report.images import (
     THUMBNAIL_SIDE,
     ImageCatalog,
+    MissingImage,
     default_thumbnail_cache,
     requested_hashes,
 )
@@ -49,13 +51,13 @@ from cigeval.report.stats import (
 from cigeval.results.record import NO_GENERATOR, degraded_count, generator_of
 from cigeval.results.run import (
     Run,
+    distinct_labels,
     load_run,
     record_problem,
     run_from_scores,
     sample_ids,
     score_of,
     split_by_settings,
-    unique_labels,
 )
 from cigeval.rubrics.registry import record_score_range
 
@@ -103,6 +105,25 @@ class Report:
     compare_html: str = ""
     #: The cards rendered while the thumbnails were made (:meth:`prepare_cards`).
     early_cards: list[dict[str, Any]] | None = field(default=None, repr=False)
+    #: The folder the page is shown from: the paths on it are relative to it (:meth:`write`
+    #: sets it to the page's folder; None: the current folder, as in a notebook).
+    page_dir: Path | None = None
+
+    def shown_path(self, path: str | Path) -> str:
+        """``path`` as the page shows it: relative to :attr:`page_dir` (``../`` where it
+        lies elsewhere), or as given where no relative path leads to it."""
+        start = (self.page_dir or Path.cwd()).absolute()
+        try:
+            return os.path.relpath(Path(path).absolute(), start)
+        except ValueError:  # another drive
+            return str(path)
+
+    def _shown_sources(self, text: str) -> str:
+        """A problem line that starts with a results file, that file shown from the page."""
+        for run in self.runs:
+            if run.base_dir is not None and text.startswith(f"{run.source}: "):
+                return f"{self.shown_path(run.source)}{text[len(run.source) :]}"
+        return text
 
     # -- cards -------------------------------------------------------------------------
     def _image_tag(self, inline: bool) -> ImageTag:
@@ -175,14 +196,23 @@ class Report:
             f"{len(self.runs)} judge run(s) · {self.level:.0%} percentile bootstrap intervals, "
             f"{self.n_boot} resamples, seed {self.seed}"
         )
-        return _macro("header")(self.title, note, provenance_summary(self.runs))
+        summary = provenance_summary(self.runs)
+        for run in self.runs:  # each results file as the page reaches it
+            if run.base_dir is not None:
+                lines = summary[run.label]
+                summary[run.label] = [
+                    (name, self.shown_path(value) if name == "results" else value)
+                    for name, value in lines
+                ]
+        return _macro("header")(self.title, note, summary)
 
     def _problems(self) -> Markup:
-        items = list(self.problems)
+        items = [self._shown_sources(problem) for problem in self.problems]
         for run in self.runs:
-            items += [f"{run.source}: {line}" for line in run.skipped]
+            source = self.shown_path(run.source) if run.base_dir is not None else run.source
+            items += [f"{source}: {line}" for line in run.skipped]
         missing = self.catalog.missing
-        items += [str(m) for m in missing[:500]]
+        items += [_shown_missing(m, self.shown_path) for m in missing[:500]]
         if len(missing) > 500:
             items.append(f"… and {len(missing) - 500} more missing images")
         return _macro("problems")(items)
@@ -197,7 +227,10 @@ class Report:
             scatter = plots.human_scatter_svg(board.run, _thinned(humans)) if humans else ""
             plot = plots.leaderboard_svg(board, self.level)
             boxes.append((board, Markup(distributions), humans, Markup(scatter), Markup(plot)))
-        return _macro("leaderboards")(boxes, self.agreements, self.level)
+        # a pair of runs with no sample both scored (one judge's runs of other samples) has
+        # nothing to show: no row, and no table when no pair has one
+        agreements = [a for a in self.agreements if a.n > 0]
+        return _macro("leaderboards")(boxes, agreements, self.level)
 
     # -- output ------------------------------------------------------------------------
     def to_html(self) -> str:
@@ -206,12 +239,14 @@ class Report:
         return before + data.decode("utf-8") + after
 
     def write(self, path: str | Path) -> Path:
-        """Write :meth:`to_html` to ``path`` (UTF-8) through a temporary file renamed over it;
-        returns the path. A path that is an input (a results file read, a samples file the
-        records name, a file of JSON lines) is refused with InputError, a failed write is
-        :class:`~cigeval.errors.ReportWriteError` (:mod:`cigeval.report.output`)."""
+        """Write :meth:`to_html` to ``path`` (UTF-8) through a temporary file renamed over it,
+        its paths shown relative to the page's folder; returns the path. A path that is an
+        input (a results file read, a samples file the records name, a file of JSON lines) is
+        refused with InputError, a failed write is :class:`~cigeval.errors.ReportWriteError`
+        (:mod:`cigeval.report.output`)."""
         from cigeval.report.output import write_page
 
+        self.page_dir = Path(path).absolute().parent
         before, data, after = self._page_parts()
         # in parts: the page (tens of MB) is never one string
         parts = (before.encode("utf-8"), data, after.encode("utf-8"))
@@ -332,6 +367,15 @@ def _script_json(data: Any) -> bytes:
     return encoded
 
 
+def _shown_missing(missing: MissingImage, shown_path: Callable[[str], str]) -> str:
+    """A missing image's problem line, the file it names shown from the page."""
+    prefix = "file not found: "
+    if missing.reason.startswith(prefix):
+        where = shown_path(missing.reason[len(prefix) :])
+        return str(replace(missing, reason=f"{prefix}{where}"))
+    return str(missing)
+
+
 def _short_reason(reason: str) -> str:
     return "missing" if reason.startswith("file not found") else reason[:60]
 
@@ -409,7 +453,7 @@ def build_report(
         if mixed:
             problems.append(mixed)
     runs = split
-    for run, label in zip(runs, unique_labels([r.label for r in runs]), strict=True):
+    for run, label in zip(runs, distinct_labels(runs), strict=True):
         run.label = label
     if not 0 < level < 1:
         raise ValueError(f"confidence level must be between 0 and 1, got {level}")

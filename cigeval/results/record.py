@@ -48,7 +48,16 @@ def degraded_count(record: Mapping[str, Any] | None) -> int:
 
 def input_images_of(record: Mapping[str, Any]) -> dict[str, str]:
     """The sample's images shown to the judge: role -> sha256."""
-    images = record.get("input_images") or {}
+    return _images(record, "input_images")
+
+
+def images_not_shown_of(record: Mapping[str, Any]) -> dict[str, str]:
+    """The sample's images never sent to the judge (the edit mask): role -> sha256."""
+    return _images(record, "images_not_shown")
+
+
+def _images(record: Mapping[str, Any], key: str) -> dict[str, str]:
+    images = record.get(key) or {}
     if not isinstance(images, dict):
         return {}
     return {str(role): sha for role, sha in images.items() if isinstance(sha, str)}

@@ -10,6 +10,7 @@ Scores in memory alike.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -88,6 +89,82 @@ def unique_labels(labels: list[str]) -> list[str]:
     return out
 
 
+#: The longest value a run's label shows of a setting, and how many settings it names.
+_LABEL_VALUE_CHARS = 32
+_LABEL_SETTINGS = 2
+#: The settings a label names first when several differ: those the others follow from (the
+#: method sets many), then those a person chooses most often.
+_LABEL_FIRST = (
+    "config.method",
+    "rubric",
+    "judges",
+    "config.tools",
+    "config.aggregate",
+    "config.max_rounds",
+    "config.ensemble",
+    "cigeval_version",
+)
+
+
+def _label_rank(name: str) -> tuple[int, str]:
+    for rank, first in enumerate(_LABEL_FIRST):
+        if name == first or name.startswith(first + "."):
+            return (rank, name)
+    return (len(_LABEL_FIRST), name)
+
+
+def distinct_labels(runs: list[Run]) -> list[str]:
+    """A label per run, told apart where runs share one (one judge run twice): by the
+    settings that differ between them (``gpt-4o (method=extended)``), else by their results
+    file's name, else by ``#2``, ``#3`` ..."""
+    groups: dict[str, list[int]] = {}
+    for index, run in enumerate(runs):
+        groups.setdefault(run.label, []).append(index)
+    labels = [run.label for run in runs]
+    for label, members in groups.items():
+        if len(members) < 2:
+            continue
+        settings = [_settings(runs[i]) for i in members]
+        names: dict[str, None] = {}
+        for other in settings[1:]:
+            names.update(dict.fromkeys(differing_settings(settings[0], other)))
+        ordered = sorted(names, key=_label_rank)
+        for i, setting in zip(members, settings, strict=True):
+            parts = [f"{_short(n)}={_setting_value(setting, n)}" for n in ordered[:_LABEL_SETTINGS]]
+            if len(ordered) > _LABEL_SETTINGS:
+                parts.append("…")
+            labels[i] = f"{label} ({', '.join(parts)})" if parts else label
+        files = [Path(runs[i].source).name for i in members]
+        repeated = Counter(labels[i] for i in members)
+        for i, name in zip(members, files, strict=True):
+            if repeated[labels[i]] > 1 and files.count(name) == 1:
+                labels[i] = f"{labels[i]} ({name})"
+    return unique_labels(labels)
+
+
+def _settings(run: Run) -> dict[str, Any]:
+    return settings_of_record(run.records[0]) if run.records else {}
+
+
+def _short(name: str) -> str:
+    """A setting's dotted name as a label shows it (``config.`` left out)."""
+    return name.removeprefix("config.")
+
+
+def _setting_value(settings: Mapping[str, Any], name: str) -> str:
+    value: Any = settings
+    for part in name.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if name == "judges" and isinstance(value, list):  # where each judge was asked
+        value = "+".join(
+            str(j.get("endpoint") or j.get("judge")) for j in value if isinstance(j, Mapping)
+        )
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    if len(text) > _LABEL_VALUE_CHARS:
+        text = text[: _LABEL_VALUE_CHARS - 1] + "…"
+    return text
+
+
 def load_run(path: str | Path) -> Run:
     """The run in a results JSONL file, labelled by its judge (else the file name).
 
@@ -129,12 +206,39 @@ def run_from_scores(scores: Iterable[Any], label: str | None = None) -> Run:
 
 
 def sample_ids(runs: Iterable[Run]) -> list[str]:
-    """Every sample id of the runs, in the order first seen (first run first)."""
-    seen: dict[str, None] = {}
+    """Every sample id of the runs in the order of their input: by where the first record of
+    each stands in its samples (``provenance.input_position``, within its samples file, the
+    files in the order first seen); ids whose records say nothing of it (written before it
+    was recorded, or Scores in memory) follow, in the order first seen (first run first)."""
+    seen: dict[str, tuple[str, int] | None] = {}
     for run in runs:
         for record in run.records:
-            seen.setdefault(str(record["id"]), None)
-    return list(seen)
+            sid = str(record["id"])
+            if seen.get(sid) is None:
+                seen[sid] = _input_place(record)
+    files = {place[0]: None for place in seen.values() if place is not None}
+    rank = {name: number for number, name in enumerate(files)}
+
+    def order(entry: tuple[int, tuple[str, tuple[str, int] | None]]) -> tuple[int, ...]:
+        first_seen, (_, place) = entry
+        if place is None:
+            return (1, 0, 0, first_seen)
+        return (0, rank[place[0]], place[1], first_seen)
+
+    return [sid for _, (sid, _) in sorted(enumerate(seen.items()), key=order)]
+
+
+def _input_place(record: Mapping[str, Any]) -> tuple[str, int] | None:
+    """(samples file, position) of a record's sample in its run's input, when recorded."""
+    provenance = record.get("provenance")
+    if not isinstance(provenance, Mapping):
+        return None
+    position = provenance.get("input_position")
+    if not isinstance(position, int) or isinstance(position, bool):
+        return None
+    samples = provenance.get("samples_file")
+    where = samples.get("path") if isinstance(samples, Mapping) else None
+    return (str(where or ""), position)
 
 
 def frame_records(frame: Any) -> list[dict[str, Any]]:
@@ -177,9 +281,9 @@ def split_by_settings(run: Run) -> tuple[list[Run], str | None]:
     if len(groups) <= 1:
         return [run], None
     parts = []
-    for fingerprint, records in groups.items():
+    for records in groups.values():
         part = Run(
-            f"{run.label} [settings {fingerprint[:8]}]",
+            run.label,  # told apart by the settings that differ (distinct_labels)
             run.source,
             records,
             base_dir=run.base_dir,

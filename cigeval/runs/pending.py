@@ -26,6 +26,9 @@ class PendingCounts:
     #: Recorded samples kept without hashing their images (``recheck_images`` off).
     unchecked: int = 0
     items: dict[str, Any] = field(default_factory=dict)
+    #: Where each item handed on stands in the input (by id, until its record is written):
+    #: its line of the samples file (its row of a dataset), else its 1-based position.
+    positions: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ def pending_samples(
         if rules.max_text_chars is not None:
             item = _capped(item, position, rules.max_text_chars)
         counts.items[sample_id] = item
+        counts.positions[sample_id] = item.line_number if isinstance(item, SampleLine) else position
         yield item
 
 

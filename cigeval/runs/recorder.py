@@ -59,6 +59,9 @@ class Recorder:
         #: files of one whose Score does not hold them (its images were never loaded, or it
         #: came from a Ray worker) are read from them for its ``provenance.image_files``.
         self.items: dict[str, Any] = {}
+        #: Where each item being judged stands in the input (``PendingCounts.positions``),
+        #: recorded as ``provenance.input_position`` so reports can keep the input's order.
+        self.positions: dict[str, int] = {}
         summary.degraded_are_errors = options.on_degraded == "error"
 
     def accept(self, score: Score) -> bool:
@@ -96,6 +99,9 @@ class Recorder:
         files = score.file_hashes or (image_file_hashes(item) if item is not None else {})
         if files:
             extra["image_files"] = files
+        position = self.positions.pop(score.id, None)
+        if position is not None:
+            extra["input_position"] = position
         if extra:
             score = score.model_copy(update={"provenance": {**score.provenance, **extra}})
         self.writer.write(score)

@@ -163,6 +163,7 @@ def _judge(
         progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)
         recorder = Recorder(writer, summary, options, stop, progress)
         recorder.items = counts.items
+        recorder.positions = counts.positions
         if snapshot is not None:
             recorder.provenance["samples_file"] = snapshot.provenance()
         servers = None
