@@ -17,17 +17,22 @@ the way) is a miss, with one warning from :class:`~cigeval.backends.cache.Respon
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
 
+from cigeval._regular_file import check_regular, read_regular
+
 #: The file of the index, in the cache directory.
 INDEX_NAME = "cache.sqlite3"
 #: How long a writer waits for another process's write to finish, in seconds.
 BUSY_TIMEOUT_S = 30.0
 #: One entry written (replacing any earlier value of its key).
+#: The largest entry file of the one-file-per-entry layout that is read (an answer, an encoding).
+_LEGACY_MOST = 256 * 1024 * 1024
 _INSERT = "INSERT OR REPLACE INTO entries (namespace, key, value, written) VALUES (?, ?, ?, ?)"
 
 
@@ -66,7 +71,7 @@ class CacheStore:
             return bytes(row[0])
         if self._has_legacy(namespace):
             try:
-                return self.legacy_path(namespace, hex_key).read_bytes()
+                return read_regular(self.legacy_path(namespace, hex_key), _LEGACY_MOST)
             except FileNotFoundError:
                 return None
         return None
@@ -119,6 +124,8 @@ class CacheStore:
 
     def _connect(self) -> sqlite3.Connection:
         self.directory.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):  # a FIFO or a device is never opened
+            check_regular(self.index_path)
         connection = sqlite3.connect(
             self.index_path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from cigeval._regular_file import read_regular
+
 
 class FileChangedError(OSError):
     """An image file's bytes differ from those read when its sample was loaded."""
@@ -25,6 +27,7 @@ class ReloadableFileBytes:
     def __init__(self, path: str | Path, data: bytes, sha256: str) -> None:
         self.path = Path(path)
         self.sha256 = sha256
+        self.size = len(data)
         self._data: bytes | None = data
 
     def data(self) -> bytes:
@@ -33,7 +36,8 @@ class ReloadableFileBytes:
         if held is not None:
             return held
         try:
-            data = self.path.read_bytes()
+            # a regular file no larger than it was: a FIFO or device put there is never read
+            data = read_regular(self.path, self.size)
         except OSError as exc:
             raise FileChangedError(
                 f"the file cannot be read again since it was read for this sample: "

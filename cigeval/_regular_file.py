@@ -20,6 +20,10 @@ from typing import BinaryIO
 #: image of 8192 x 8192 pixels needs). ``--max-image-bytes`` sets another.
 MAX_IMAGE_BYTES = 512 * 1024 * 1024
 
+#: The limit of a text file read whole: a prompt template, a tasks file, a source file of the
+#: official code (16 MiB, far more than any of them needs).
+MAX_TEXT_FILE_BYTES = 16 * 1024 * 1024
+
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 
@@ -50,7 +54,7 @@ def kind_of(mode: int) -> str:
 def _checked(status: os.stat_result, path: Path, max_bytes: int | None) -> int:
     if not stat.S_ISREG(status.st_mode):
         kind = kind_of(status.st_mode)
-        raise NotRegularFileError(errno.EINVAL, f"not a regular file ({kind})", str(path))
+        raise NotRegularFileError(errno.EINVAL, f"{kind}, not a regular file", str(path))
     if max_bytes is not None and status.st_size > max_bytes:
         message = f"file too large ({status.st_size} bytes, limit {max_bytes} bytes)"
         raise FileTooLargeError(errno.EFBIG, message, str(path))

@@ -34,6 +34,7 @@ from pydantic import (
 
 from cigeval._cache_dir import default_cache_dir
 from cigeval._flag import flag as _flag
+from cigeval._regular_file import MAX_IMAGE_BYTES
 from cigeval.errors import ConfigError
 from cigeval.messages import (
     DEFAULT_MAX_REPLY_CHARS,
@@ -372,6 +373,14 @@ class RunConfig(BaseModel):
         default_factory=default_cache_dir,
         description="response cache folder (default: $CIGEVAL_CACHE_DIR or the user cache dir)",
         json_schema_extra=_flag("--cache-dir", metavar="DIR"),
+    )
+    max_image_bytes: int = Field(
+        MAX_IMAGE_BYTES,
+        ge=1,
+        description="an image file larger than this many bytes is that sample's error, refused "
+        "before it is read or hashed (so is a path naming no regular file: a FIFO, a device, "
+        "a folder)",
+        json_schema_extra=_flag("--max-image-bytes", metavar="BYTES"),
     )
     use_cache: bool = Field(
         True,

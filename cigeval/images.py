@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -27,13 +28,19 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from cigeval._file_bytes import FileChangedError, ReloadableFileBytes
 from cigeval._image_bytes import jpeg_is_whole, png_is_plain
+from cigeval._regular_file import (
+    MAX_IMAGE_BYTES,
+    FileTooLargeError,
+    NotRegularFileError,
+    open_regular,
+)
 from cigeval.errors import InputError
 
 #: Images above this many pixels are refused (decompression-bomb guard). 8192 x 8192.
 MAX_PIXELS = 8192 * 8192
 #: Image files above this many bytes are refused before they are read (512 MiB: more than an
-#: uncompressed 16-bit RGBA image of MAX_PIXELS needs).
-MAX_FILE_BYTES = 512 * 1024 * 1024
+#: uncompressed 16-bit RGBA image of MAX_PIXELS needs; ``--max-image-bytes`` sets another).
+MAX_FILE_BYTES = MAX_IMAGE_BYTES
 
 
 def load_image(
@@ -51,8 +58,9 @@ def load_image(
 
     ``image`` is a path, a PIL image, or the bytes of an image file (as a Hugging Face
     dataset stores them). Handles EXIF rotation, palette, alpha (composited on white), 16-bit
-    and float modes. A file is checked before it is read whole: its size (at most
-    ``max_bytes``), then its header (an image format Pillow reads, at most ``max_pixels``
+    and float modes. A file is checked before it is read whole: that it is a regular file
+    (a FIFO, a device or a folder is refused, never waited on) of at most ``max_bytes``
+    bytes, then its header (an image format Pillow reads, at most ``max_pixels``
     pixels). An RGB PNG or JPEG file, or such bytes, keeps its bytes to be sent unchanged.
     ``mask=True`` reads an edit mask instead: see :func:`mask_to_rgb` for its alpha channel.
     """
@@ -71,29 +79,39 @@ def load_image(
             raise InputError(message, sample_id)
         return _decode(data, where, None, role, sample_id, max_pixels, convert)
     path = image_path(image, base_dir)
-    if not path.exists():
-        raise InputError(f"{role} image not found: {path}", sample_id)
-    if path.is_dir():
-        raise InputError(f"{role} image path is a directory: {path}", sample_id)
-    size = path.stat().st_size
-    if size == 0:
-        raise InputError(f"{role} image is an empty (zero-byte) file: {path}", sample_id)
-    if size > max_bytes:
-        raise InputError(
-            f"{role} image file is too large ({size} bytes, limit {max_bytes} bytes): {path}",
-            sample_id,
-        )
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            # The header first (Pillow reads only what it needs), then the whole file.
-            with Image.open(path) as header:
-                _check_header(header.size, role, sample_id, max_pixels, str(path))
-            data = path.read_bytes()
-    except InputError:
-        raise
-    except Exception as exc:
-        raise _refused(exc, role, str(path), sample_id) from None
+    try:  # a FIFO, a device or a folder is refused before a byte is read, never waited on
+        handle = open_regular(path, max_bytes)
+    except FileNotFoundError:
+        raise InputError(f"{role} image not found: {path}", sample_id) from None
+    except NotRegularFileError as exc:
+        if os.path.isdir(path):
+            raise InputError(f"{role} image path is a directory: {path}", sample_id) from None
+        raise InputError(f"{role} image is {exc.strerror}: {path}", sample_id) from None
+    except FileTooLargeError:
+        size = os.stat(path).st_size
+        message = f"{role} image file is too large ({size} bytes, limit {max_bytes} bytes)"
+        raise InputError(f"{message}: {path}", sample_id) from None
+    except OSError as exc:
+        message = f"{role} image cannot be read: {path} ({exc.strerror})"
+        raise InputError(message, sample_id) from None
+    with handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            raise InputError(f"{role} image is an empty (zero-byte) file: {path}", sample_id)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                # The header first (Pillow reads only what it needs), then the whole file.
+                with Image.open(handle) as header:
+                    _check_header(header.size, role, sample_id, max_pixels, str(path))
+                handle.seek(0)
+                data = handle.read(max_bytes + 1)
+        except InputError:
+            raise
+        except Exception as exc:
+            raise _refused(exc, role, str(path), sample_id) from None
+    if len(data) > max_bytes:  # grown since it was opened
+        message = f"{role} image file is too large (more than the limit of {max_bytes} bytes)"
+        raise InputError(f"{message}: {path}", sample_id)
     return _decode(data, str(path), str(path.resolve()), role, sample_id, max_pixels, convert)
 
 

@@ -11,9 +11,10 @@ from typing import Any
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from cigeval._regular_file import open_regular
 from cigeval._unicode import safe_strings, safe_text
 from cigeval.errors import ConfigError, InputError
-from cigeval.images import LoadedImage, load_image
+from cigeval.images import MAX_FILE_BYTES, LoadedImage, load_image
 from cigeval.tasks.registry import TASKS, get_task
 from cigeval.tasks.spec import side_by_side_subjects
 
@@ -347,7 +348,7 @@ def iter_samples_file(path: str | Path) -> Iterator[SampleLine]:
     """
     path = Path(path)
     base_dir = path.resolve().parent
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:  # a FIFO or a device is refused, never waited on
         for number, raw in enumerate(handle, start=1):
             if number == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM) :]
@@ -403,20 +404,28 @@ def image_inputs(sample: Sample) -> Iterator[tuple[str, Any]]:
         yield f"candidates.{label}", value
 
 
-def load_sample_images(sample: Sample) -> dict[str, LoadedImage]:
+def load_sample_images(
+    sample: Sample, *, max_bytes: int = MAX_FILE_BYTES
+) -> dict[str, LoadedImage]:
     """Load every image of ``sample`` by role (``subjects`` become ``subject_1``/``subject_2``,
     ``outputs`` become ``output_1``..., candidates ``candidate:<label>``). A side-by-side
     ``subject`` image of a multi-concept sample is split at the middle: its left half is
     ``subject_1``, its right half ``subject_2`` (it stays available whole as ``subject``). A
     ``mask`` with transparency is read by its alpha channel (:func:`cigeval.images.mask_to_rgb`).
     Pixels are decoded when first needed (:class:`~cigeval.images.LoadedImage`). Raises
-    InputError naming the image.
+    InputError naming the image (a file that is no regular file, or holds more than
+    ``max_bytes`` bytes, is refused before it is read).
     """
     loaded: dict[str, LoadedImage] = {}
 
     def load(value: Any, role: str) -> LoadedImage:
         return load_image(
-            value, role=role, sample_id=sample.id, base_dir=sample.base_dir, mask=role == "mask"
+            value,
+            role=role,
+            sample_id=sample.id,
+            base_dir=sample.base_dir,
+            mask=role == "mask",
+            max_bytes=max_bytes,
         )
 
     for role, value in sample.images.provided().items():

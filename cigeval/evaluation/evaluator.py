@@ -13,10 +13,13 @@ from collections.abc import (
     Callable,
     Collection,
     Iterable,
+    Iterator,
 )
+from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cigeval._caller import in_callers_words
+from cigeval._off_loop import off_loop
 from cigeval._warn_once import warn_once
 from cigeval.backends import Backend, ResponseCache, resolve_backend
 from cigeval.backends.base import backend_endpoint
@@ -40,7 +43,7 @@ from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
 from cigeval.evaluation.not_shown import images_not_shown, not_shown_files
 from cigeval.evaluation.replay import SampleReplay, built_in_judging
 from cigeval.image_store import ImageStore, image_location
-from cigeval.images import EncodedImage, ImagePixels
+from cigeval.images import EncodedImage, ImagePixels, LoadedImage
 from cigeval.messages import GenerationSettings
 from cigeval.prompts import templates_sha256
 from cigeval.prompts.prompt_set import missing_templates, prompt_set_of
@@ -423,22 +426,12 @@ class Evaluator:
             sample = _as_sample(item)
             self.rubric.validate(sample)
             replay = self.replay
-            key = replay.key(sample, self.config.image_encoding) if replay else None
-            replayed = None
-            if replay is not None and key is not None and not cache_bypassed():
-                replayed = replay.replayed(key, started)
-            if replayed is not None and self.image_store is not None:
-                # its record says where the images it showed are
-                return _locate_not_shown(replayed, sample, self.image_store)
-            images = load_sample_images(sample)
-            if self.config.image_encoding == "jpeg75":
-                # nothing is sent as it was read: hold no file's bytes while the sample waits
-                for image in images.values():
-                    image.release()
-            if replayed is not None:  # it holds its input images, as a judged Score does
-                replayed._images = ImagePixels(images)
-                replayed._file_hashes = file_hashes(images)
-                return _locate_not_shown(replayed, sample, self.image_store)
+            # hashing, cache reads and image files off the event loop: a signal is handled
+            # at once, whatever the files are
+            bypassed = cache_bypassed()
+            key, replayed, images = await off_loop(self._prepare, sample, started, bypassed)
+            if replayed is not None:
+                return replayed
         except Exception as exc:
             message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
             trace = Trace()
@@ -512,6 +505,34 @@ class Evaluator:
             replay.save(key, score, answers, {image.sha256: image for image in encoded.values()})
         return score
 
+    def _prepare(
+        self, sample: Sample, started: float, bypassed: bool
+    ) -> tuple[str | None, Score | None, dict[str, LoadedImage]]:
+        """The sample's replay key, its replayed Score when its answers are all cached (then
+        no image is loaded where the image store says where each is), and its images."""
+        replay = self.replay
+        key = (
+            replay.key(sample, self.config.image_encoding, self.run_config.max_image_bytes)
+            if replay
+            else None
+        )
+        replayed = None
+        if replay is not None and key is not None and not bypassed:
+            replayed = replay.replayed(key, started)
+        if replayed is not None and self.image_store is not None:
+            # its record says where the images it showed are
+            return key, _locate_not_shown(replayed, sample, self.image_store), {}
+        images = load_sample_images(sample, max_bytes=self.run_config.max_image_bytes)
+        if self.config.image_encoding == "jpeg75":
+            # nothing is sent as it was read: hold no file's bytes while the sample waits
+            for image in images.values():
+                image.release()
+        if replayed is not None:  # it holds its input images, as a judged Score does
+            replayed._images = ImagePixels(images)
+            replayed._file_hashes = file_hashes(images)
+            replayed = _locate_not_shown(replayed, sample, self.image_store)
+        return key, replayed, images
+
     def _image_files(self, encoded: Iterable[EncodedImage]) -> dict[str, str]:
         """sha256 -> where each image shown to the judge can be read back."""
         files: dict[str, str] = {}
@@ -562,20 +583,26 @@ class Evaluator:
         """
         limit = self._sample_limit(concurrency)
         iterator = iter(items)
+        in_memory = isinstance(items, list | tuple)
         pending: set[asyncio.Future[Score]] = set()
         exhausted = False
         try:
             while pending or not exhausted:
-                while not exhausted and len(pending) < limit:
-                    try:
-                        item = next(iterator)
-                    except StopIteration:
-                        exhausted = True
-                        break
-                    refresh = bool(refresh_ids) and sample_identity(item)[0] in refresh_ids
-                    pending.add(
-                        asyncio.ensure_future(self.evaluate_async(item, refresh_cache=refresh))
+                wanted = limit - len(pending)
+                if not exhausted and wanted > 0:
+                    # a lazy source (a samples file, the hashes of a resumed run's images)
+                    # is read off the event loop, so a signal is handled at once
+                    taken = (
+                        list(islice(iterator, wanted))
+                        if in_memory
+                        else await off_loop(_take, iterator, wanted)
                     )
+                    exhausted = len(taken) < wanted
+                    for item in taken:
+                        refresh = bool(refresh_ids) and sample_identity(item)[0] in refresh_ids
+                        pending.add(
+                            asyncio.ensure_future(self.evaluate_async(item, refresh_cache=refresh))
+                        )
                 if not pending:
                     break
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -640,6 +667,11 @@ def _locate_not_shown(score: Score, sample: Sample, store: ImageStore | None) ->
     if files:
         score.image_files = {**score.image_files, **files}
     return score
+
+
+def _take(iterator: Iterator[SampleInput], count: int) -> list[SampleInput]:
+    """The next ``count`` items of ``iterator`` (fewer at its end)."""
+    return list(islice(iterator, count))
 
 
 def _as_sample(item: SampleInput) -> Sample:

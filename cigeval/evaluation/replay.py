@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cigeval._digest import known_file_sha256
+from cigeval._regular_file import MAX_IMAGE_BYTES
 from cigeval.backends.cache import ResponseCache
 from cigeval.image_store import ImageStore
 from cigeval.images import EncodedImage, image_path
@@ -48,14 +49,14 @@ class SampleReplay:
         self.fingerprint = fingerprint
         self.store = store
 
-    def key(self, sample: Sample, encoding: str) -> str | None:
+    def key(self, sample: Sample, encoding: str, max_bytes: int = MAX_IMAGE_BYTES) -> str | None:
         """The sample key, or None when the sample cannot have one (a task of the user's: its
         questions are code the key cannot cover; an image given in memory; a file that
-        cannot be read)."""
+        cannot be read, is no regular file or holds more than ``max_bytes`` bytes)."""
         if not any(get_task(sample.task) is task for task in BUILTIN_TASKS):
             return None
         try:
-            images = _hashed(sample)
+            images = _hashed(sample, max_bytes)
         except (OSError, TypeError, ValueError):
             return None
         payload = {
@@ -182,7 +183,7 @@ def answer_digest(answer: ModelResponse) -> str:
     return hashlib.sha256(json.dumps(said).encode("ascii")).hexdigest()
 
 
-def _hashed(sample: Sample) -> dict[str, Any]:
+def _hashed(sample: Sample, max_bytes: int) -> dict[str, Any]:
     """Each image of ``sample`` (by the name records use) as its resolved path and sha256,
     or the sha256 of bytes given; a TypeError for a PIL image given in memory."""
     hashed: dict[str, Any] = {}
@@ -191,7 +192,7 @@ def _hashed(sample: Sample) -> dict[str, Any]:
             hashed[name] = hashlib.sha256(value).hexdigest()
         elif isinstance(value, str | Path):
             path = image_path(value, sample.base_dir).resolve()
-            hashed[name] = [str(path), known_file_sha256(path)]
+            hashed[name] = [str(path), known_file_sha256(path, max_bytes)]
         else:
             raise TypeError("an image given in memory has no sample key")
     return hashed

@@ -11,6 +11,8 @@ from typing import Any
 
 import jinja2
 
+from cigeval._regular_file import MAX_TEXT_FILE_BYTES, read_regular
+
 BUILTIN_FOLDER = Path(__file__).resolve().parent
 #: The suffix of template files.
 TEMPLATE_SUFFIX = ".j2"
@@ -102,7 +104,7 @@ def _hash_files(signature: tuple[tuple[str, str, int, int], ...]) -> str:
     digest = hashlib.sha256()
     for name, path, _, _ in signature:
         try:
-            content = Path(path).read_bytes()
+            content = read_regular(path, MAX_TEXT_FILE_BYTES)
         except OSError:
             content = b""
         digest.update(name.encode("utf-8") + b"\0")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from cigeval._regular_file import MAX_TEXT_FILE_BYTES, read_regular
 from cigeval.errors import ConfigError
 from cigeval.prompts import BUILTIN_FOLDER
 
@@ -34,7 +35,7 @@ def read_exact(name: str, prompt_dir: str | None = None) -> str:
     if path is None:
         raise ConfigError(f"no prompt template {name}{EXACT_SUFFIX} (built in or in {prompt_dir})")
     try:
-        return path.read_bytes().decode("utf-8")
+        return read_regular(path, MAX_TEXT_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the prompt template {path}: {exc}") from None
 

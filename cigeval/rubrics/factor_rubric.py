@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from cigeval._regular_file import MAX_TEXT_FILE_BYTES, read_regular
 from cigeval.errors import ConfigError, InputError, ParseError
 from cigeval.messages import ImagePart, Message, TextPart
 from cigeval.prompts import render_string
@@ -188,7 +189,9 @@ class FactorRubric:
         self.aggregate = aggregate
         self.justification_words = justification_words
         self.template = (
-            Path(template).read_text("utf-8") if isinstance(template, Path) else template
+            read_regular(template, MAX_TEXT_FILE_BYTES).decode("utf-8")
+            if isinstance(template, Path)
+            else template
         )
         self.anchors = anchors or (LIKERT_7 if self.scale == (1, 7) else None)
         self.constraints = {mode: tuple(rules) for mode, rules in (constraints or {}).items()}

@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from cigeval._regular_file import open_regular
 from cigeval.errors import InputError
 from cigeval.results.jsonl import overwritten_path, rejected_path, rewrite_path
 from cigeval.results.lock import lock_path
@@ -43,7 +44,7 @@ def check_samples_file(path: Path) -> None:
     problem = samples_file_problem(path)
     if problem is not None:
         raise InputError(problem)
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         if not any(line.strip() for line in handle):
             raise NoSamples(
                 f"the samples file {safe_text(path)} holds no samples (it is empty); "

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cigeval._regular_file import MAX_IMAGE_BYTES, open_regular
 from cigeval.runs.sample_files import changed_roles, image_file_hashes
 from cigeval.sample import Sample, SampleLine, sample_identity
 from cigeval.terminal import echo, safe_text
@@ -41,6 +42,8 @@ class PendingRules:
     recheck_images: bool = True
     #: The most characters a text field may hold (None: no cap).
     max_text_chars: int | None = None
+    #: Image files larger than this are not hashed (``--max-image-bytes``).
+    max_image_bytes: int = MAX_IMAGE_BYTES
 
 
 def pending_samples(
@@ -96,7 +99,7 @@ def _image_changed(item: Any, sample_id: str, rules: PendingRules, counts: Pendi
     before = rules.previous_images.get(sample_id)
     if not before:
         return False  # a record written before image hashes were kept: nothing to compare
-    now = image_file_hashes(item)
+    now = image_file_hashes(item, rules.max_image_bytes)
     changed = changed_roles(dict(before), now) if now else []  # none hashed: nothing to compare
     if not changed:
         return False
@@ -131,7 +134,7 @@ def _capped(item: Any, position: int, cap: int) -> Any:
 
 def count_lines(path: Path) -> int:
     """Non-blank lines of a file, read as bytes (a bad byte must not stop the count)."""
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         return sum(1 for line in handle if line.strip())
 
 

@@ -96,7 +96,9 @@ class Recorder:
             score = score.model_copy(update={"error": redact_credentials(score.error)})
         extra = dict(self.provenance)
         item = self.items.pop(score.id, None)
-        files = score.file_hashes or (image_file_hashes(item) if item is not None else {})
+        files = score.file_hashes
+        if not files and item is not None:
+            files = image_file_hashes(item, self.options.max_image_bytes)
         if files:
             extra["image_files"] = files
         position = self.positions.pop(score.id, None)

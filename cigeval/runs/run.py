@@ -157,7 +157,12 @@ def _judge(
             items = snapshot.lines()
         else:
             items = source
-        rules = PendingRules(writer.previous_images, options.recheck_images, options.max_text_chars)
+        rules = PendingRules(
+            writer.previous_images,
+            options.recheck_images,
+            options.max_text_chars,
+            options.max_image_bytes,
+        )
         pending = pending_samples(items, writer.finished, options.limit, counts, rules)
         total = expected_total(source, writer.finished, options.limit)
         progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cigeval._digest import known_file_sha256
+from cigeval._regular_file import MAX_IMAGE_BYTES
 from cigeval.errors import CigevalError
 from cigeval.images import image_path
 from cigeval.sample import Sample, SampleLine, image_inputs, sample_from_dict
@@ -21,16 +22,18 @@ from cigeval.sample import Sample, SampleLine, image_inputs, sample_from_dict
 UNREADABLE = "unreadable"
 
 
-def _file_sha256(path: Path) -> str:
+def _file_sha256(path: Path, max_bytes: int) -> str:
     try:
-        return known_file_sha256(path)
-    except (OSError, ValueError):  # missing, a folder, a NUL in the name
+        return known_file_sha256(path, max_bytes)
+    except (OSError, ValueError):  # missing, no regular file, too large, a NUL in the name
         return UNREADABLE
 
 
-def image_file_hashes(item: Any) -> dict[str, str]:
+def image_file_hashes(item: Any, max_bytes: int = MAX_IMAGE_BYTES) -> dict[str, str]:
     """The sha256 of each image of ``item`` given as a file (by path) or as file bytes, by
-    role; images given as PIL images, and items that are no valid sample, have none."""
+    role; images given as PIL images, and items that are no valid sample, have none. A file
+    that is no regular file (a FIFO, a device) or holds more than ``max_bytes`` bytes is
+    :data:`UNREADABLE`, never read."""
     sample = item.sample if isinstance(item, SampleLine) else item
     if isinstance(sample, dict):
         try:
@@ -44,7 +47,7 @@ def image_file_hashes(item: Any) -> dict[str, str]:
         if isinstance(value, bytes):
             hashes[role] = hashlib.sha256(value).hexdigest()
         elif isinstance(value, str | Path):
-            hashes[role] = _file_sha256(image_path(value, sample.base_dir))
+            hashes[role] = _file_sha256(image_path(value, sample.base_dir), max_bytes)
     return hashes
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from cigeval._regular_file import MAX_TEXT_FILE_BYTES, read_regular
 from cigeval.errors import ConfigError
 from cigeval.tasks.registry import register_task
 from cigeval.tasks.spec import SubQuestion, TaskSpec
@@ -78,7 +79,7 @@ class _TaskFile(BaseModel):
 
 def _read(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_regular(path, MAX_TEXT_FILE_BYTES).decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read tasks file {path}: {exc}") from None
     if path.suffix.lower() in (".yaml", ".yml"):
@@ -100,7 +101,7 @@ def _rules_text(value: str, folder: Path, where: str) -> str:
     if "\n" not in value and value.strip().endswith(_TEMPLATE_SUFFIXES):
         template = (folder / value.strip()).resolve()
         try:
-            return template.read_text(encoding="utf-8")
+            return read_regular(template, MAX_TEXT_FILE_BYTES).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{where}: cannot read the rules file {template}: {exc}") from None
     return value
