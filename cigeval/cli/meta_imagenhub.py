@@ -1,8 +1,9 @@
 """``cigeval meta imagenhub``: correlate evaluators (or the raters) with the ImagenHub ratings.
 
 One row per evaluator: the human raters; an automatic metric (each metric of a metric table);
-each run of a cigeval results file (records of different run fingerprints are never pooled);
-or several score files combined per image with ``--combine``.
+each score file given (a judge to compare with the others), and each run of a cigeval results
+file (records of different run fingerprints are never pooled); or, with ``--combine``, one row
+of several score files combined per image.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def add_imagenhub(commands: Any) -> None:
         action="append",
         metavar="FILE",
         type=Path,
-        help="score file (cigeval results JSONL, VIEScore-style TSV or metric TSV); repeat to "
-        "combine",
+        help="score file (cigeval results JSONL, VIEScore-style TSV or metric TSV); repeat "
+        "for one row per file (judges side by side), or combine them with --combine",
     )
     source.add_argument("--human", action="store_true", help="the human-vs-human baseline")
     p.add_argument(
@@ -111,7 +112,8 @@ def add_imagenhub(commands: Any) -> None:
     p.add_argument(
         "--combine",
         choices=COMBINE_RULES,
-        help="rule combining several --scores per image (needed with two or more)",
+        help="combine several --scores per image with RULE into one row (default: one row "
+        "per file)",
     )
     p.add_argument("--trim", type=float, default=0.2, help="trimmed_mean: fraction cut per end")
     p.add_argument(
@@ -156,7 +158,9 @@ def add_imagenhub(commands: Any) -> None:
     )
     p.add_argument("--level", type=float, default=0.95, help="bootstrap interval level")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--label", help="name of the evaluator in the table")
+    p.add_argument(
+        "--label", help="name of the evaluator in the table (one --scores, or --combine)"
+    )
     p.add_argument("--per-model", action="store_true", help="also print per-generator values")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
 
@@ -232,27 +236,39 @@ def _evaluator_results(args: argparse.Namespace, options: dict[str, Any]) -> lis
     formats = [args.format or guess_format(p) for p in paths]
     if "autometrics" in formats:
         return _autometric_results(args, options)
-    if len(paths) > 1 and args.combine is None:
-        raise InputError("several --scores need --combine RULE (e.g. --combine mean)")
+    if len(paths) > 1 and args.combine is None and args.label is not None:
+        raise InputError(
+            "--label names one row: give it with one --scores, or with --combine RULE "
+            "(several --scores without --combine are one row each, named after their files)"
+        )
     frames = [
         load_scores(p, f, args.missing, args.list_aggregate, args.lenient)
         for p, f in zip(paths, formats, strict=True)
     ]
-    notes = [note for p, f in zip(paths, frames, strict=True) for note in _file_notes(p, f)]
-    names = [p.stem for p in paths]
+    names = _row_names(paths)
     suffix = f" [{args.list_aggregate}]" if args.list_aggregate is not None else ""
+    results = []
     if args.combine is not None:
+        notes = [note for p, f in zip(paths, frames, strict=True) for note in _file_notes(p, f)]
         scores = combine_scores(frames, args.combine, args.trim, args.grid_step)
         label = f"{args.combine}({', '.join(names)})" if len(names) > 1 else names[0]
-        rows = [(args.label or label + suffix, scores)]
-    else:
-        rows = _run_rows(paths[0], frames[0], args.label or names[0] + suffix)
-    results = []
-    for label, scores in rows:
-        result = meta_evaluate(scores, evaluator=label, **options)
+        result = meta_evaluate(scores, evaluator=args.label or label + suffix, **options)
         result.notes.extend(notes)
-        results.append(result)
+        return [result]
+    for path, frame, name in zip(paths, frames, names, strict=True):
+        notes = _file_notes(path, frame)  # each row says what its own file left out
+        for label, scores in _run_rows(path, frame, args.label or name + suffix):
+            result = meta_evaluate(scores, evaluator=label, **options)
+            result.notes.extend(notes)
+            results.append(result)
     return results
+
+
+def _row_names(paths: list[Path]) -> list[str]:
+    """A row name per score file: its name without the suffix, or the path as given where two
+    files share that name."""
+    stems = [p.stem for p in paths]
+    return [str(p) if stems.count(p.stem) > 1 else p.stem for p in paths]
 
 
 def run_imagenhub(args: argparse.Namespace) -> int:

@@ -52,6 +52,21 @@ def test_ensemble_command_of_issue_6(scores_dir: Path, capsys: pytest.CaptureFix
     assert data["evaluator"] == "mean(gpt4o_0shot, gpt4o_1shot)"
 
 
+def test_several_scores_without_combine_are_one_row_per_judge(
+    scores_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["imagenhub", "--scores", str(scores_dir / "gpt4o_0shot.tsv")]
+    argv += ["--scores", str(scores_dir / "gpt4o_1shot.tsv")]
+    status, out, _ = run(argv, capsys)
+    assert status == 0
+    rows = {line.split("|")[0].strip(): line.split("|")[-1].strip() for line in out.splitlines()}
+    assert rows["gpt4o_0shot"] == "0.4459" and rows["gpt4o_1shot"] == "0.4313"
+    status, out, _ = run([*argv, "--json"], capsys)
+    data = json.loads(out)
+    assert [row["evaluator"] for row in data["rows"]] == ["gpt4o_0shot", "gpt4o_1shot"]
+    assert [row["average"] for row in data["rows"]] == pytest.approx([0.4459, 0.4313], abs=1e-4)
+
+
 def test_tiebreak_command_reproduces_the_measured_average(
     scores_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -120,7 +135,7 @@ def test_split_then_subset(tmp_path: Path, scores_dir: Path, capsys) -> None:
     ("argv", "message"),
     [
         (["imagenhub", "--scores", "absent.tsv"], "cannot read"),
-        (["imagenhub", "--scores", "a.tsv", "--scores", "b.tsv"], "--combine"),
+        (["imagenhub", "--scores", "a.tsv", "--scores", "b.tsv", "--label", "x"], "--label"),
         (["imagenhub", "--human", "--split", "s.json"], "--split and --subset"),
         (["export-trajectories", "absent.jsonl", "--out", "x.jsonl"], "cannot read"),
         (
