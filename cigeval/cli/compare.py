@@ -15,14 +15,19 @@ from cigeval.terminal import safe_text
 def configure_compare_parser(p: argparse.ArgumentParser) -> None:
     """The arguments of ``compare``."""
     p.description = (
-        "Compare every generator (the records' 'model' field) with --baseline on "
+        "Compare every generator (the records' 'model' field) with a baseline on "
         "the conditions both answered: mean paired difference with a bootstrap interval, "
         "wins/ties/losses, Wilcoxon signed-rank p-value with Holm's correction, per task and "
         "overall; a Bradley-Terry ranking with three or more generators. Records judged with "
         "different settings (run fingerprints) are never paired. See docs/comparisons.md."
     )
     p.add_argument("results", type=Path, nargs="+", help="results JSONL file(s) of `evaluate`")
-    p.add_argument("--baseline", required=True, metavar="GEN", help="the generator to beat")
+    p.add_argument(
+        "--baseline",
+        metavar="GEN",
+        help="the generator to beat (default: the generator of the first scored record, as "
+        "the report picks it)",
+    )
     add_interval_flags(p, 2000, "the conditions")
     add_json_file_flag(p)
 

@@ -19,7 +19,7 @@ Table = dict[str, dict[str, float]]
 
 def compare(
     records_or_scores: Any,
-    baseline: str,
+    baseline: str | None = None,
     *,
     n_boot: int = 2000,
     level: float = 0.95,
@@ -38,23 +38,36 @@ def compare(
     fingerprints) are never paired: each settings group is compared on its own and records
     of a group without the baseline are set aside, saying which settings differ. An
     ensemble's records are compared under the combined score and under each judge.
+    ``baseline`` defaults to the generator of the first scored record, as the report's
+    Compare section picks it (``result.baseline_picked`` says so).
 
-    Raises :class:`cigeval.ConfigError` when ``baseline`` has no scored record.
+    Raises :class:`cigeval.ConfigError` when ``baseline`` has no scored record, or when none
+    is given and the records hold fewer than two generators.
     """
     if not 0 < level < 1:
         raise ConfigError(f"confidence level must be between 0 and 1, got {level}")
     if n_boot < 0:
         raise ConfigError(f"n_boot must be 0 or more, got {n_boot}")
     collected = collect(records_or_scores)
-    result = CompareResult(baseline, level, n_boot, seed, set_aside=collected.set_aside)
-    _note_input_problems(collected, result)
     generators = generators_in(collected.records)
+    picked = baseline is None
+    if baseline is None:
+        if len(generators) < 2:
+            found = f"one: {generators[0]}" if generators else "none"
+            raise ConfigError(
+                "nothing to compare: the records name fewer than two generators with scored "
+                f"records ({found}; the generator is each record's 'model' field)"
+            )
+        baseline = generators[0]
     if baseline not in generators:
         known = ", ".join(generators) or "none"
         raise ConfigError(
             f"baseline {baseline!r} has no scored record; the generators with scored records "
             f"are: {known} (the generator is each record's 'model' field)"
         )
+    result = CompareResult(baseline, level, n_boot, seed, set_aside=collected.set_aside)
+    result.baseline_picked = picked
+    _note_input_problems(collected, result)
     groups: dict[str, list[ScoredRecord]] = defaultdict(list)
     for record in collected.records:
         groups[record.fingerprint].append(record)

@@ -74,6 +74,8 @@ class CompareResult:
     groups: list[SettingsGroup] = field(default_factory=list)
     set_aside: list[SetAside] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: The baseline was not given: the generator of the first scored record.
+    baseline_picked: bool = False
 
     def differences(self) -> list[PairedDifference]:
         """Every paired difference of every group and judge view."""
@@ -83,6 +85,7 @@ class CompareResult:
         """The whole result as JSON-ready values."""
         return {
             "baseline": self.baseline,
+            "baseline_picked": self.baseline_picked,
             "level": self.level,
             "n_boot": self.n_boot,
             "seed": self.seed,
@@ -96,10 +99,15 @@ class CompareResult:
 
     def table(self) -> str:
         """A readable table of the result."""
+        picked = (
+            " (the first generator in the files; choose another with --baseline)"
+            if self.baseline_picked
+            else ""
+        )
         lines = [
-            f"baseline {self.baseline}: mean paired difference (generator - baseline) with its "
-            f"{self.level:.0%} paired bootstrap interval ({self.n_boot} resamples, seed "
-            f"{self.seed}); Wilcoxon signed-rank p, Holm-corrected across generators"
+            f"baseline {self.baseline}{picked}: mean paired difference (generator - baseline) "
+            f"with its {self.level:.0%} paired bootstrap interval ({self.n_boot} resamples, "
+            f"seed {self.seed}); Wilcoxon signed-rank p, Holm-corrected across generators"
         ]
         for group in self.groups:
             lines.append("")
@@ -140,6 +148,22 @@ def format_signed(value: float | None) -> str:
 
 
 def _difference_rows(rows: list[PairedDifference], level: float) -> list[str]:
+    nowhere = {d.generator for d in rows if d.n == 0 and d.task == ALL_TASKS}
+    unpaired = [d for d in rows if d.n == 0 and (d.task == ALL_TASKS or d.generator not in nowhere)]
+    rows = [d for d in rows if d.n > 0]
+    out = _paired_rows(rows, level) if rows else []
+    if unpaired:  # one line, not a row of dashes each
+        listed = "; ".join(
+            f"{d.generator}"
+            + ("" if d.task == ALL_TASKS else f" on {d.task}")
+            + f" ({d.only_generator} condition(s))"
+            for d in unpaired
+        )
+        out.append(f"  no condition shared with the baseline: {listed}")
+    return out
+
+
+def _paired_rows(rows: list[PairedDifference], level: float) -> list[str]:
     header = (
         f"  {'generator':<18} {'task':<20} {'n':>5}  {'baseline':>8} {'generator':>9}  "
         f"{'difference [' + format(level, '.0%') + ' interval]':<30} {'W/T/L':<13} "

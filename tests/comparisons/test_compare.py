@@ -219,3 +219,34 @@ def test_the_command_prints_a_table_and_writes_json(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "missing.jsonl"), "--baseline", "A"]) == 2
     assert main(["compare", str(first), str(second), "--baseline", "A", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["baseline"] == "A"
+
+
+def test_the_baseline_defaults_to_the_first_generator_as_the_report_picks_it(tmp_path, capsys):
+    from cigeval.report.compare import default_baseline
+    from cigeval.results.run import load_run
+
+    first, second = tmp_path / "b.jsonl", tmp_path / "a.jsonl"
+    first.write_text("".join(json.dumps(record("B", f"p{i}", 0.5)) + "\n" for i in range(6)))
+    second.write_text("".join(json.dumps(record("A", f"p{i}", 0.4)) + "\n" for i in range(6)))
+    result = compare([first, second], n_boot=20)
+    assert result.baseline == "B" and result.baseline_picked
+    assert result.baseline == default_baseline([load_run(first), load_run(second)])
+    assert main(["compare", str(first), str(second), "--bootstrap", "20"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("baseline B (the first generator in the files; choose another")
+    assert main(["compare", str(first), "--bootstrap", "20"]) == 2  # one generator only
+    assert "fewer than two generators" in capsys.readouterr().err
+
+
+def test_generators_without_a_shared_condition_fold_into_one_line():
+    records = [record("A", f"p{i}", 0.4) for i in range(6)]
+    records += [record("B", f"p{i}", 0.6) for i in range(6)]
+    records += [record("C", f"elsewhere {i}", 0.5) for i in range(3)]
+    records += [record("D", "alone", 0.5, task="control_guided_ig")]
+    table = compare(records, "A", n_boot=20).table()
+    assert "-/-" not in table and " - [-, -]" not in table  # no row of dashes
+    (line,) = [line for line in table.splitlines() if "no condition shared" in line]
+    assert line.strip() == (
+        "no condition shared with the baseline: C (3 condition(s)); D (1 condition(s))"
+    )
+    assert any(line.strip().startswith("B ") and "6/0/0" in line for line in table.splitlines())
