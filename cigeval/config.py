@@ -308,6 +308,10 @@ def calls_in_flight(run_config: RunConfig, concurrency: int | None = None) -> in
     return run_config.max_calls_in_flight or CALLS_PER_SAMPLE * samples
 
 
+#: The default cap of one reply's bytes (``--max-reply-bytes``): 16 MiB, far more than a reply
+#: with every token's top log probabilities needs.
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+
 #: Model calls one sample makes at once in the built-in tasks, at most: the three judge calls
 #: of a multi-concept sample (the planning call comes before them). The default limit of calls
 #: in flight is this many per sample in flight, so no sample waits for another's calls.
@@ -339,8 +343,16 @@ class RunConfig(BaseModel):
     timeout_s: float = Field(
         120.0,
         gt=0,
-        description="seconds per model call",
+        description="seconds one attempt of a model call may take in all (connect, send, "
+        "wait, read); a reply that trickles past it fails that attempt",
         json_schema_extra=_flag("--timeout", metavar="SECONDS"),
+    )
+    max_reply_bytes: int = Field(
+        MAX_REPLY_BYTES,
+        ge=1,
+        description="bytes read of one reply at most: a reply that passes it (a server "
+        "streaming without end) fails that attempt, retried as `max_retries` says",
+        json_schema_extra=_flag("--max-reply-bytes", metavar="BYTES"),
     )
     max_retries: int = Field(
         6,

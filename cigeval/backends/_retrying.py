@@ -245,6 +245,7 @@ class RetryingBackend:
         self.call_limit = InFlightLimit(self.policy.max_in_flight)
         self._turn = itertools.count()
         self._lock = threading.Lock()
+        self._is_ready = False
 
     @property
     def identity(self) -> str:
@@ -280,6 +281,10 @@ class RetryingBackend:
         """The failure an SDK exception stands for, or None when it is not the SDK's."""
         raise NotImplementedError
 
+    def _ready(self) -> None:
+        """Make what every attempt needs, once, before the first attempt's deadline starts
+        (the SDK imported: seconds on a busy machine that no server should be blamed for)."""
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request``, retrying transient failures; raise BackendError when they persist.
 
@@ -297,6 +302,9 @@ class RetryingBackend:
                 request.settings.max_tokens,
             )
         observers = current_observers()
+        if not self._is_ready:
+            self._ready()
+            self._is_ready = True
         attempts, waited = 0, 0.0
         while True:
             attempts += 1
@@ -310,7 +318,13 @@ class RetryingBackend:
                     # The SDKs never retry (their retries are off): one attempt is one HTTP
                     # request, counted for the sample's usage.
                     observers.attempt_sent()
-                    response = await self._attempt(prepared, index)
+                    # one deadline for all of the attempt: a reply trickling in byte by
+                    # byte passes every per-read timeout of the HTTP library
+                    response = await asyncio.wait_for(
+                        self._attempt(prepared, index), policy.timeout_s
+                    )
+            except asyncio.TimeoutError:
+                failure = CallFailure("timed out", transport="timeout")
             except Exception as exc:
                 failure = self._classify(exc)
                 if failure is None:

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cigeval._warn_once import warn_once
+from cigeval.backends._reply_cap import IDENTITY, reply_cap_hooks
 from cigeval.backends._retrying import (
     PREFLIGHT_TIMEOUT_S,
     CallFailure,
@@ -120,7 +121,12 @@ class AnthropicBackend(RetryingBackend):
                 max_retries=0,
                 # a judge call carries the key, the prompt and the images: never redirected
                 http_client=self._sdk.DefaultAsyncHttpxClient(
-                    timeout=self.policy.timeout_s, follow_redirects=False
+                    timeout=self.policy.timeout_s,
+                    follow_redirects=False,
+                    headers=IDENTITY,
+                    event_hooks=reply_cap_hooks(
+                        self._sdk.DefaultAsyncHttpxClient, self.policy.max_reply_bytes
+                    ),
                 ),
             )
 

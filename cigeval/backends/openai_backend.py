@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from cigeval._caller import in_callers_words
+from cigeval.backends._reply_cap import IDENTITY, reply_cap_hooks
 from cigeval.backends._retrying import (
     PREFLIGHT_TIMEOUT_S,
     CallFailure,
@@ -182,11 +183,18 @@ class OpenAIBackend(RetryingBackend):
     def _http_client(self, url: str | None) -> Any:
         """The SDK's HTTP client (with the SDK's defaults) for one server, using the TLS
         context this process shares (:func:`_tls_context`). It follows no redirect: a judge
-        call carries the key, the prompt and the images, for the server named only."""
+        call carries the key, the prompt and the images, for the server named only. Each reply
+        is read up to the policy's ``max_reply_bytes`` (:mod:`cigeval.backends._reply_cap`)."""
         import openai
 
         return openai.DefaultAsyncHttpxClient(
-            timeout=self.policy.timeout_s, verify=_tls_context(url), follow_redirects=False
+            timeout=self.policy.timeout_s,
+            verify=_tls_context(url),
+            follow_redirects=False,
+            headers=IDENTITY,
+            event_hooks=reply_cap_hooks(
+                openai.DefaultAsyncHttpxClient, self.policy.max_reply_bytes
+            ),
         )
 
     def sdk_client(self) -> openai.AsyncOpenAI:
@@ -268,6 +276,15 @@ class OpenAIBackend(RetryingBackend):
         return ModelResponse(
             text, model, usage, finish_reason=finish_reason, endpoint=endpoint, logprobs=logprobs
         )
+
+    def _ready(self) -> None:
+        import openai
+        from openai.types.chat import ChatCompletion  # noqa: F401  (imported: ready)
+
+        _sdk_takes_content()
+        for url in self.urls:
+            _tls_context(url)
+        openai.DefaultAsyncHttpxClient  # noqa: B018  (the SDK's HTTP library loaded)
 
     def _classify(self, exc: BaseException) -> CallFailure | None:
         # Anything the reply's reading raises is an unreadable reply here (retried), where

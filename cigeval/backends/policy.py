@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cigeval.backends.limits import InFlightLimit, RateLimiter
-from cigeval.config import RunConfig, calls_in_flight
+from cigeval.config import MAX_REPLY_BYTES, RunConfig, calls_in_flight
 from cigeval.errors import ConfigError
 
 
@@ -17,12 +17,13 @@ class CallPolicy:
     """How an API backend makes its calls; the knobs carry the names of
     :class:`~cigeval.config.RunConfig`'s fields (:meth:`from_run_config`).
 
-    ``timeout_s`` bounds one attempt; ``max_retries`` counts the attempts after the first;
-    ``retry_backoff_s`` is the wait before the first retry, doubled each retry (jittered,
-    capped at ``backoff_max_s``); a server's Retry-After replaces it, honoured up to
-    ``max_retry_after_s``; ``retry_wait_budget_s`` bounds the waits of one call together (a
-    call whose next wait would pass it fails at once). ``max_in_flight`` caps concurrent
-    calls (None: no cap); ``rate_limiter`` spaces them.
+    ``timeout_s`` bounds one attempt, all of it (connect, send, wait, read); ``max_retries``
+    counts the attempts after the first; ``retry_backoff_s`` is the wait before the first retry,
+    doubled each retry (jittered, capped at ``backoff_max_s``); a server's Retry-After replaces
+    it, honoured up to ``max_retry_after_s``; ``retry_wait_budget_s`` bounds the waits of one
+    call together (a call whose next wait would pass it fails at once). ``max_in_flight`` caps
+    concurrent calls (None: no cap); ``rate_limiter`` spaces them. ``max_reply_bytes`` caps
+    what is read of one reply (:mod:`cigeval.backends._reply_cap`).
     """
 
     timeout_s: float = 120.0
@@ -32,6 +33,7 @@ class CallPolicy:
     max_retry_after_s: float = 60.0
     retry_wait_budget_s: float = 120.0
     max_in_flight: int | None = None
+    max_reply_bytes: int = MAX_REPLY_BYTES
     rate_limiter: RateLimiter | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -41,6 +43,8 @@ class CallPolicy:
             raise ConfigError("retry_backoff_s and backoff_max_s must be > 0")
         if self.max_retry_after_s < 0 or self.retry_wait_budget_s < 0:
             raise ConfigError("max_retry_after_s and retry_wait_budget_s must be >= 0")
+        if self.max_reply_bytes < 1:
+            raise ConfigError("max_reply_bytes must be >= 1")
         if self.max_in_flight is not None and self.max_in_flight < 1:
             raise ConfigError("max_in_flight must be >= 1 (or None: no cap)")
 
@@ -58,6 +62,7 @@ class CallPolicy:
             max_retry_after_s=config.max_retry_after_s,
             retry_wait_budget_s=config.retry_wait_budget_s,
             max_in_flight=calls_in_flight(config),
+            max_reply_bytes=config.max_reply_bytes,
             rate_limiter=limiter,
         )
 

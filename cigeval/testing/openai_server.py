@@ -18,15 +18,20 @@ say which names it serves, which any name then passes); such requests are counte
 ``models_status`` makes that route answer an HTTP error instead (404: a server without it).
 
 The test suite's ``openai_server`` fixture (tests/conftest.py) gives one started server.
-Faults: ``"429"`` (with Retry-After / retry-after-ms), ``"500"``, ``"400"``, ``"401"``, ``"404"``,
-``"garbage"`` (HTTP 200, a body that is not JSON), ``"no_choices"`` (HTTP 200, valid JSON
-without choices) and ``"drop"`` (the connection closes before any response). ``cut_off(rate)``
-cuts replies short at random, as a token limit would (``finish_reason: "length"``); such
-requests are recorded with the fault ``"cut"`` and the text sent.
+Faults: ``"429"`` (with Retry-After / retry-after-ms), ``"500"``, ``"400"``, ``"401"``,
+``"404"``, ``"garbage"`` (HTTP 200, a body that is not JSON), ``"no_choices"`` (HTTP 200, valid
+JSON without choices), ``"drop"`` (the connection closes before any response), and two hostile
+ones: ``"trickle"`` (a valid reply announced by its Content-Length, sent one byte a second) and
+``"endless"`` (HTTP 200 with a chunked body that never ends: 64 KiB chunks as fast as the client
+reads), each until the client hangs up (or ``hostile_for_s`` passes: a client that never stops
+reading cannot hold the server's thread for ever). ``cut_off(rate)`` cuts replies short at
+random, as a token limit would (``finish_reason: "length"``); such requests are recorded with
+the fault ``"cut"`` and the text sent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import threading
@@ -38,7 +43,19 @@ from typing import Any
 
 from cigeval.testing.local_http import LocalHTTPService
 
-FAULTS = ("429", "500", "400", "401", "404", "garbage", "no_choices", "drop")
+FAULTS = (
+    "429",
+    "500",
+    "400",
+    "401",
+    "404",
+    "garbage",
+    "no_choices",
+    "drop",
+    "trickle",
+    "endless",
+)
+
 
 #: A reply function gets the parsed request body and returns the reply text.
 ReplyFunction = Callable[[dict[str, Any]], str]
@@ -119,6 +136,7 @@ class FakeOpenAIServer(LocalHTTPService):
     port: int = 0
     served_models: list[str] = field(default_factory=list)
     models_status: int = 200
+    hostile_for_s: float = 120.0
     requests: list[RecordedRequest] = field(default_factory=list, init=False)
     model_list_requests: int = field(default=0, init=False)
     max_concurrent: int = field(default=0, init=False)
@@ -279,6 +297,11 @@ class FakeOpenAIServer(LocalHTTPService):
         }
 
     def _send_fault(self, handler: BaseHTTPRequestHandler, fault: _Fault) -> None:
+        if fault.kind in ("trickle", "endless"):
+            with contextlib.suppress(OSError):  # the client hung up: what is wanted
+                self._send_hostile(handler, fault.kind)
+            handler.close_connection = True
+            return
         if fault.kind == "drop":
             # Close without a status line: the client sees a dropped connection.
             handler.close_connection = True
@@ -300,3 +323,28 @@ class FakeOpenAIServer(LocalHTTPService):
         )
         body = {"error": {"message": message, "type": "fault", "code": fault.kind}}
         self._send(handler, int(fault.kind), body, headers)
+
+    def _send_hostile(self, handler: BaseHTTPRequestHandler, kind: str) -> None:
+        """A reply that outlives any per-read timeout (``trickle``) or never ends
+        (``endless``)."""
+        until = time.monotonic() + self.hostile_for_s
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        if kind == "trickle":
+            body = json.dumps(self._completion("trickled", 0)).encode()
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            for byte in body:
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+                if time.monotonic() > until:
+                    return
+                time.sleep(1.0)
+            return
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        chunk = b" " * 65536
+        framed = b"%x\r\n%s\r\n" % (len(chunk), chunk)
+        handler.wfile.write(b'%x\r\n{"id": "\r\n' % len(b'{"id": "'))
+        while time.monotonic() < until:
+            handler.wfile.write(framed)
