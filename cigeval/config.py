@@ -1,9 +1,9 @@
 """The settings of a run, as frozen pydantic models: the single source of truth.
 
 - :class:`EvalConfig`: everything that decides how a sample is judged (recorded with every
-  Score); the tools' own settings are nested in it (``grounding``, ``difference``). Its
-  ``method`` (``paper``, the default, or ``extended``) fills in every setting that is not
-  given explicitly (:mod:`cigeval.method`).
+  Score); the tools' own settings are nested in it (``grounding``, ``difference``,
+  ``zoom``). Its ``method`` (``paper``, the default, or ``extended``) fills in every setting
+  that is not given explicitly (:mod:`cigeval.method`).
 - :class:`RunConfig`: how a batch runs (concurrency, limits, caching; for a results file,
   resume, retries of errors, limit); none of it changes an answer.
 - :class:`EnsembleConfig`: how several judgments per sample are made and combined.
@@ -44,7 +44,7 @@ from cigeval.messages import (
 )
 from cigeval.method import DEFAULT_METHOD, Method, with_method_settings
 from cigeval.rules import COMBINE_RULES, Aggregate
-from cigeval.tools.settings import DifferenceConfig, GroundingConfig
+from cigeval.tools.settings import DifferenceConfig, GroundingConfig, ZoomConfig
 
 #: The sampling settings the paper's method leaves to the provider (not sent unless given).
 SAMPLING_SETTINGS = ("temperature", "max_tokens", "seed")
@@ -132,8 +132,8 @@ class EvalConfig(BaseModel):
     )
     tools: tuple[str, ...] | None = Field(
         None,
-        description="comma-separated tools offered to the agent ('' = none; default: every "
-        "registered tool)",
+        description="comma-separated tools offered ('' = none; default: every registered "
+        "tool, Zoom under extended only)",
         json_schema_extra=_flag("--tools", metavar="NAMES"),
     )
     tool_errors: Literal["fallback", "fail"] = Field(
@@ -216,6 +216,7 @@ class EvalConfig(BaseModel):
     )
     grounding: GroundingConfig = Field(default_factory=GroundingConfig)
     difference: DifferenceConfig = Field(default_factory=DifferenceConfig)
+    zoom: ZoomConfig = Field(default_factory=ZoomConfig)
     image_encoding: Literal["jpeg75", "original"] = Field(
         "jpeg75",
         description="how every image reaches the judge: jpeg75 (as the official code sends "

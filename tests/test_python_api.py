@@ -40,7 +40,7 @@ def test_every_setting_is_a_typed_keyword_that_help_describes(function: Any) -> 
     for name, field in EvalConfig.model_fields.items():
         parameter = parameters[name]
         assert parameter.kind is inspect.Parameter.KEYWORD_ONLY and parameter.default is None
-        if name in ("tools", "grounding", "difference", "rubric_options"):
+        if name in ("tools", "grounding", "difference", "zoom", "rubric_options"):
             assert type(None) in typing.get_args(hints[name]), name  # wider than the field
         else:
             assert hints[name] == typing.Optional[field.annotation], name  # noqa: UP045

@@ -44,7 +44,7 @@ from cigeval.messages import Message
 from cigeval.sample_run import SampleRun
 from cigeval.score import Evidence, SubScore, ToolStep
 from cigeval.tasks import TaskSpec
-from cigeval.tools import Tool, ToolContext, ToolResult, get_tool
+from cigeval.tools import Box, Tool, ToolContext, ToolResult, get_tool
 from cigeval.trace import ActionEvent, ErrorEvent, JudgementEvent, ObservationEvent, ThoughtEvent
 
 #: The trace stage of the events saying a sub-question was judged without its tool.
@@ -187,6 +187,7 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
         memo=run.memo,
         cache=run.tool_cache,
         call_scene_graph_model=call_scene_graph_model if run.scene_graph is not None else None,
+        found=_found_before(state.get("evidence", [])),
     )
     try:
         result = await get_tool(item.tool).run(tool_ctx)
@@ -224,7 +225,10 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
             "tool": result.tool,
             "query": used_query,
             "output": result.text,
-            "image_ids": {role: run.encode(img).sha256 for role, img in result.images.items()},
+            "image_ids": {
+                **{role: run.encode(img).sha256 for role, img in result.images.items()},
+                **{view.key: run.encode(view.image).sha256 for view in result.views},
+            },
         }
     )
     sizes = {role: image.size for role, image in run.loaded.items()}
@@ -235,6 +239,16 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
         "last_result": result,
         "evidence": [*state.get("evidence", []), *evidence_of(result, round_number, sizes)],
     }
+
+
+def _found_before(evidence: list[Evidence]) -> dict[str, list[Box]]:
+    """The regions earlier rounds found, by image role, as the tools' boxes."""
+    found: dict[str, list[Box]] = {}
+    for entry in evidence:
+        x0, y0, x1, y1 = entry.box
+        box = Box(x0, y0, x1, y1, label=entry.label, score=entry.confidence, found_by=entry.tool)
+        found.setdefault(entry.role, []).append(box)
+    return found
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -318,6 +332,7 @@ async def judge_node(state: QuestionState, runtime: Runtime[AgentContext]) -> di
     if last is not None and shown is not None:
         sub.tool_image_ids = dict(last.image_ids)
         sub._tool_images.update(shown.images)
+        sub._tool_images.update({view.key: view.image for view in shown.views})
     return {"sub_scores": [sub], "round": round_number}
 
 

@@ -88,6 +88,8 @@ def build_judge_messages(
         image = replaced.get(role, run.loaded[role])
         parts.append(TextPart(f"Image {index}: {run.role_label(role)}"))
         parts.append(ImagePart(run.encode(image), role))
+    if result is not None:
+        parts += view_parts(run, result, len(question.image_roles) + 1)
     conditions = question.condition_lines(run.sample)
     first_label, first_text = conditions[0] if conditions else ("", "")
     tail = render(
@@ -142,8 +144,20 @@ def build_round_message(
                 label = f"Image {index} ({result.tool}): {run.role_label(role)}"
                 parts.append(TextPart(label))
                 parts.append(ImagePart(run.encode(result.images[role]), role))
+        parts += view_parts(run, result, len(question.image_roles) + 1)
     parts.append(TextPart(_reply_format(run, can_request_tool, tool_names)))
     return Message("user", tuple(parts))
+
+
+def view_parts(run: SampleRun, result: ToolResult, first: int) -> list[TextPart | ImagePart]:
+    """The images a tool adds (``ToolResult.views``, e.g. Zoom's crops), each labelled with
+    its number (from ``first``), the tool and what it is; the image part is labelled
+    ``<tool>:<role>`` (``Zoom:output``)."""
+    parts: list[TextPart | ImagePart] = []
+    for index, view in enumerate(result.views, start=first):
+        parts.append(TextPart(f"Image {index} ({result.tool}): {view.caption}"))
+        parts.append(ImagePart(run.encode(view.image), f"{result.tool}:{view.role}"))
+    return parts
 
 
 def parse_judge_reply(

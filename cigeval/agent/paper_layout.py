@@ -146,6 +146,10 @@ def judge_messages(
     for role in question.image_roles:
         if role in run.images and role != "mask":
             parts.append(ImagePart(run.encode(replaced.get(role, run.loaded[role])), role))
+    # images a tool adds (Zoom, which the paper does not have), after the question's own
+    if result is not None:
+        for view in result.views:
+            parts.append(ImagePart(run.encode(view.image), f"{result.tool}:{view.role}"))
     return [Message("user", tuple(parts))]
 
 

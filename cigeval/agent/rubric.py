@@ -27,8 +27,9 @@ class CigevalRubric:
         get_task(sample.task).validate_sample(sample)
 
     def offered_tools(self, run: SampleRun) -> list[Tool]:
-        """The tools offered to the planner: config.tools, or all registered tools."""
-        return resolve_tools(run.config.tools)
+        """The tools offered to the planner: config.tools, or the registered tools the method
+        offers (Zoom under ``extended`` only)."""
+        return resolve_tools(run.config.tools, run.config.method)
 
     async def evaluate(self, run: SampleRun) -> Verdict:
         """Plan, act and judge each sub-question; the score is their aggregate / 10."""

@@ -3,8 +3,9 @@
 The official evaluate pass runs Grounding ("Highlight") and Scene Graph in every task but
 Difference ("MaskFocus") only in mask-guided editing; any other choice is judged without a
 tool. ``tool_use="official"`` does the same (a note on the sub-score says why, which marks it
-degraded); ``any`` runs every offered tool in every task. Tools the official code does not
-know (OCR, your own) run wherever they are offered.
+degraded); ``any`` runs every offered tool in every task. cigeval's own built-in tools (Zoom)
+run under ``official`` in no task; tools the official code does not know and cigeval does not
+ship (OCR, your own) run wherever they are offered.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 from cigeval.config import EvalConfig
 from cigeval.registry import normalize_name
 
-#: Tools the official evaluate pass runs only in some tasks: tool name -> task ids.
-OFFICIAL_TOOL_TASKS: dict[str, tuple[str, ...]] = {"Difference": ("mask_guided_ie",)}
+#: Tools the official evaluate pass runs only in some tasks: tool name -> task ids (none:
+#: the paper has no such tool).
+OFFICIAL_TOOL_TASKS: dict[str, tuple[str, ...]] = {"Difference": ("mask_guided_ie",), "Zoom": ()}
 
 
 def why_not_run(tool: str, task: str, config: EvalConfig) -> str | None:
@@ -24,6 +26,8 @@ def why_not_run(tool: str, task: str, config: EvalConfig) -> str | None:
     tasks = by_key.get(normalize_name(tool))
     if tasks is None or task in tasks:
         return None
+    if not tasks:
+        return f"the paper's method has no {tool} tool (--tool-use any runs it)"
     return (
         f"the paper's method runs {tool} only in {', '.join(tasks)}, not in {task} "
         "(--tool-use official; --tool-use any runs it)"

@@ -158,7 +158,9 @@ class Evaluator:
             self.run_config.preflight if preflight is None else preflight
         )
         self.rubric = get_rubric(self.config.rubric)
-        resolve_tools(self.config.tools)  # unknown tool names fail here, not once per sample
+        resolve_tools(
+            self.config.tools, self.config.method
+        )  # unknown tool names fail here, not once per sample
         self.backends: list[Backend] = [
             resolve_backend(m, base_url=base_url, run_config=self.run_config)
             for m in self.spec.models
@@ -197,7 +199,7 @@ class Evaluator:
         backends = [*self.backends, *helpers]
         if self.tool_cache is None or len(self.judges) > 1 or self.batch is not None:
             return None
-        if not built_in_judging(self.rubric, self.config.tools):
+        if not built_in_judging(self.rubric, self.config.tools, self.config.method):
             return None
         folder = self.tool_cache.directory
         if not all(isinstance(b, CachedBackend) and b.cache.directory == folder for b in backends):
@@ -298,7 +300,7 @@ class Evaluator:
             where = f" at {name[1]}" if name[1] else ""
             done.append(f"judge {backend.identity}{where}: ready")
         if hasattr(self.rubric, "offered_tools"):
-            for tool in resolve_tools(self.config.tools):
+            for tool in resolve_tools(self.config.tools, self.config.method):
                 tool_check = getattr(tool, "preflight", None)
                 if tool_check is None:
                     continue

@@ -22,7 +22,7 @@ from cigeval.method import Method
 from cigeval.rules import Aggregate
 from cigeval.sample import iter_samples_file
 from cigeval.score import Score
-from cigeval.tools.settings import DifferenceConfig, GroundingConfig
+from cigeval.tools.settings import DifferenceConfig, GroundingConfig, ZoomConfig
 
 #: What every entry point's help says of the keywords they share (the EvalConfig fields'
 #: own descriptions are added below it, so there is one text per setting).
@@ -88,6 +88,7 @@ class Settings(TypedDict, total=False):
     highlight_large_boxes: Literal["dim", "undimmed"] | None
     grounding: GroundingConfig | dict[str, Any] | None
     difference: DifferenceConfig | dict[str, Any] | None
+    zoom: ZoomConfig | dict[str, Any] | None
     image_encoding: Literal["jpeg75", "original"] | None
     image_format: Literal["PNG", "JPEG"] | None
     prompt_dir: str | None

@@ -149,14 +149,16 @@ class SampleReplay:
         self.cache.set(key, {"calls": calls, "record": record, "shown": places})
 
 
-def built_in_judging(rubric: object, tools: Iterable[str] | None) -> bool:
+def built_in_judging(
+    rubric: object, tools: Iterable[str] | None, method: str | None = None
+) -> bool:
     """Whether ``rubric`` and the ``tools`` it may use are cigeval's own, whose requests are
     covered by the digest of cigeval's files in the sample key (a user's rubric or tool is
     code that may change what is asked without changing any setting)."""
     if not _built_in(rubric, BUILTIN_RUBRICS.get(getattr(rubric, "name", ""))):
         return False
     shipped = {**BUILTIN_TOOLS, **ON_REQUEST_TOOLS}
-    return all(_built_in(tool, shipped.get(tool.name)) for tool in resolve_tools(tools))
+    return all(_built_in(tool, shipped.get(tool.name)) for tool in resolve_tools(tools, method))
 
 
 def _built_in(item: object, path: str | None) -> bool:

@@ -76,7 +76,7 @@ class PointwiseRubric:
     def offered_tools(self, run: SampleRun) -> list[Tool]:
         """The tools the default scoring rubric (the agent) is offered; their presence lets
         the evaluator's preflight check them before the first sample, as for ``cigeval``."""
-        return resolve_tools(run.config.tools)
+        return resolve_tools(run.config.tools, run.config.method)
 
     async def _score(
         self, run: SampleRun, inner: Rubric, label: str, options: dict[str, Any]

@@ -1,8 +1,9 @@
 """Tools the agent can run on a sub-question's images (paper §3.2), and their registry.
 
-Grounding, Difference and Scene Graph are offered by default; OCR is an example of a tool
-offered only when named (``--tools Grounding,OCR``). A tool is any object with ``name``,
-``description`` and ``async run(ctx) -> ToolResult``; add one with :func:`register_tool`.
+Grounding, Difference and Scene Graph are offered by default, and Zoom under the ``extended``
+method; OCR is an example of a tool offered only when named (``--tools Grounding,OCR``). A
+tool is any object with ``name``, ``description`` and ``async run(ctx) -> ToolResult``; add
+one with :func:`register_tool`.
 Heavy dependencies (torch, transformers, OpenCV, rapidocr) load on a tool's first use.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cigeval._lazy import lazy_exports
-from cigeval.tools.base import Box, Tool, ToolCache, ToolContext, ToolResult
+from cigeval.tools.base import Box, Tool, ToolCache, ToolContext, ToolResult, ToolView
 
 # Imported here, not lazily: the function shares its name with its module.
 from cigeval.tools.highlight import highlight
@@ -43,7 +44,8 @@ if TYPE_CHECKING:
     )
     from cigeval.tools.ocr import OCRTool, read_text
     from cigeval.tools.scene_graph import SceneGraphTool
-    from cigeval.tools.settings import DifferenceConfig, GroundingConfig
+    from cigeval.tools.settings import DifferenceConfig, GroundingConfig, ZoomConfig
+    from cigeval.tools.zoom import ZoomTool
 
 #: Public names defined in the tool modules, loaded on first access.
 _LAZY = {
@@ -61,6 +63,8 @@ _LAZY = {
     "OCRTool": ".ocr",
     "read_text": ".ocr",
     "SceneGraphTool": ".scene_graph",
+    "ZoomConfig": ".settings",
+    "ZoomTool": ".zoom",
 }
 
 __all__ = [
@@ -78,6 +82,9 @@ __all__ = [
     "ToolCache",
     "ToolContext",
     "ToolResult",
+    "ToolView",
+    "ZoomConfig",
+    "ZoomTool",
     "best_per_phrase",
     "compare_images",
     "find_changed_regions",

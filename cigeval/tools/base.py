@@ -42,15 +42,29 @@ class Box:
         return max(0.0, self.x1 - self.x0) * max(0.0, self.y1 - self.y0)
 
 
+@dataclass(frozen=True)
+class ToolView:
+    """An image a tool adds to what the judge sees (shown after the sub-question's images,
+    never in place of one): ``key`` names it in the sub-score's ``tool_image_ids`` and the
+    request (e.g. ``output (zoom 1)``), ``role`` is the image it was made from, ``caption``
+    what the judge is told it is."""
+
+    key: str
+    role: str
+    image: Image.Image
+    caption: str
+
+
 @dataclass
 class ToolResult:
     """What a tool returns.
 
     ``text`` is the observation given to the judge. ``images`` replaces input images by role
-    (e.g. the highlighted output). ``boxes`` lists the regions found, by image role, each in
-    the pixels of that image as the sample gave it (never of a resized copy): they become the
-    sub-score's ``evidence``. ``highlighted`` is True only when some region really was
-    highlighted: only then is the judge told to focus on the highlighted parts.
+    (e.g. the highlighted output); ``views`` are images shown after them (e.g. Zoom's
+    enlarged crops). ``boxes`` lists the regions found, by image role, each in the pixels of
+    that image as the sample gave it (never of a resized copy): they become the sub-score's
+    ``evidence``. ``highlighted`` is True only when some region really was highlighted: only
+    then is the judge told to focus on the highlighted parts.
     """
 
     tool: str
@@ -59,6 +73,7 @@ class ToolResult:
     boxes: dict[str, list[Box]] = field(default_factory=dict)
     highlighted: bool = False
     data: dict[str, Any] = field(default_factory=dict)
+    views: list[ToolView] = field(default_factory=list)
 
 
 class ToolCache(Protocol):
@@ -87,7 +102,8 @@ class ToolContext:
     returns the sample's cached encoding of an image. ``call_model`` asks the judge model and
     records the call in the trace;
     ``call_scene_graph_model`` asks the scene-graph model (``EvalConfig.scene_graph_model``),
-    None when the judge writes the scene graphs too.
+    None when the judge writes the scene graphs too. ``found`` holds the regions the
+    sub-question's earlier rounds' tools found, by image role, each in that image's pixels.
     """
 
     sample: Sample
@@ -100,6 +116,7 @@ class ToolContext:
     memo: dict[str, Any] = field(default_factory=dict)
     cache: ToolCache | None = None
     call_scene_graph_model: CallModel | None = None
+    found: dict[str, list[Box]] = field(default_factory=dict)
 
     def question_images(self) -> dict[str, Image.Image]:
         """The images this sub-question shows the judge, by role, in order."""

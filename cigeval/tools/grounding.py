@@ -426,7 +426,7 @@ def _select_and_show(
 
 def _without_grounding(config: EvalConfig) -> str:
     """The advice to offer the other tools, naming them."""
-    offered = config.tools if config.tools is not None else tool_names()
+    offered = config.tools if config.tools is not None else tool_names(config.method)
     others = [t for t in offered if normalize_name(t) != normalize_name("Grounding")]
     tools = in_callers_words(f"--tools '{','.join(others)}'", f"tools={json.dumps(others)}")
     return f"offer the agent tools without Grounding: {tools}"

@@ -1,7 +1,8 @@
 """The tool registry: the tools the planner may choose, by name.
 
 Grounding, Difference and Scene Graph are registered (lazily: nothing heavy loads until a tool
-is used) and offered by default. Shipped tools that are offered only on request (OCR) join the
+is used) and offered by default; so is Zoom, under the ``extended`` method only (the paper has
+no such tool: :data:`EXTENDED_TOOLS`). Shipped tools that are offered only on request (OCR) join the
 registry the first time they are named, e.g. ``--tools Grounding,OCR``. Users add their own
 with :func:`register_tool`, and plugin packages through the ``cigeval.tools`` entry point.
 """
@@ -19,7 +20,11 @@ BUILTIN_TOOLS: dict[str, str] = {
     "Grounding": "cigeval.tools.grounding:GroundingTool",
     "Difference": "cigeval.tools.difference:DifferenceTool",
     "Scene Graph": "cigeval.tools.scene_graph:SceneGraphTool",
+    "Zoom": "cigeval.tools.zoom:ZoomTool",
 }
+#: Built-in tools the ``paper`` method does not offer by default (the paper has no such tool):
+#: named in ``--tools`` they are offered, and ``--tool-use official`` does not run them.
+EXTENDED_TOOLS: tuple[str, ...] = ("Zoom",)
 #: Shipped tools registered only when asked for by name.
 ON_REQUEST_TOOLS: dict[str, str] = {"OCR": "cigeval.tools.ocr:OCRTool"}
 #: The names the official CIGEval code's planner writes, and the tools they stand for here
@@ -54,7 +59,7 @@ def unregister_tool(name: str) -> None:
 
 
 def register_builtin_tools() -> None:
-    """Register Grounding, Difference and Scene Graph where their names are free.
+    """Register Grounding, Difference, Scene Graph and Zoom where their names are free.
 
     Idempotent: a name that is already registered (a built-in from an earlier call, or a
     user's replacement) is left as it is.
@@ -76,14 +81,20 @@ def get_tool(name: str) -> Tool:
     return TOOLS.get(name)
 
 
-def tool_names() -> list[str]:
-    """Names of the registered tools (those offered when no tool list is given)."""
-    return TOOLS.names()
+def tool_names(method: str | None = None) -> list[str]:
+    """Names of the tools offered when no tool list is given: every registered tool, less
+    :data:`EXTENDED_TOOLS` under the ``paper`` method."""
+    names = TOOLS.names()
+    if method == "paper":
+        extended = {normalize_name(n) for n in EXTENDED_TOOLS}
+        names = [n for n in names if normalize_name(n) not in extended]
+    return names
 
 
-def registered_tools() -> list[Tool]:
-    """The registered tools, in registration order."""
-    return [TOOLS.get(name) for name in TOOLS.names()]
+def registered_tools(method: str | None = None) -> list[Tool]:
+    """The tools offered when no tool list is given (see :func:`tool_names`), in
+    registration order."""
+    return [TOOLS.get(name) for name in tool_names(method)]
 
 
 def match_offered_tool(name: str, offered: Sequence[str]) -> str | None:
@@ -112,13 +123,14 @@ def why_not_offered(name: str, offered: Sequence[str]) -> str:
     return f"unknown tool {name!r} (offered: {choices})"
 
 
-def resolve_tools(names: Iterable[str] | None) -> list[Tool]:
-    """The tools named (any spelling), or every registered tool for None.
+def resolve_tools(names: Iterable[str] | None, method: str | None = None) -> list[Tool]:
+    """The tools named (any spelling), or for None the tools offered by default under
+    ``method`` (:func:`tool_names`).
 
     Unknown names raise ConfigError listing the choices.
     """
     if names is None:
-        return registered_tools()
+        return registered_tools(method)
     return [get_tool(name) for name in names]
 
 

@@ -1,12 +1,13 @@
-"""The tools' own settings, nested in :class:`cigeval.EvalConfig` as ``grounding`` and
-``difference``; each field names its command-line flag.
+"""The tools' own settings, nested in :class:`cigeval.EvalConfig` as ``grounding``,
+``difference`` and ``zoom``; each field names its command-line flag.
 
-Each settings model has a ``preset``: ``cigeval`` (the defaults below, the ``extended``
-method's) or ``official``, the values of the official CIGEval code (HITsz-TMG/Agentic-CIGEval,
-``tools/grding.py``, ``tools/diff.py`` and ``evaluate.py``), the ``paper`` method's. A preset
-fills in every field that is not given explicitly, so ``--difference-preset official
---diff-threshold 40`` is the official Difference with another threshold. Inside an
-:class:`~cigeval.EvalConfig` the method (``--method``) chooses the preset when none is given.
+Grounding's and Difference's settings have a ``preset``: ``cigeval`` (the defaults below,
+the ``extended`` method's) or ``official``, the values of the official CIGEval code
+(HITsz-TMG/Agentic-CIGEval, ``tools/grding.py``, ``tools/diff.py`` and ``evaluate.py``), the
+``paper`` method's. A preset fills in every field that is not given explicitly, so
+``--difference-preset official --diff-threshold 40`` is the official Difference with another
+threshold. Inside an :class:`~cigeval.EvalConfig` the method (``--method``) chooses the preset
+when none is given.
 """
 
 from __future__ import annotations
@@ -197,4 +198,40 @@ class DifferenceConfig(_PresetConfig):
         description="the sample's edit mask: ignore it (official code), or split the changes "
         "into those inside and those outside it",
         json_schema_extra=flag("--diff-mask", by_method=True),
+    )
+
+
+class ZoomConfig(BaseModel):
+    """How the Zoom tool crops and enlarges the region that matters (``extended``'s tool; the
+    paper has none, so there is no official preset)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    context: float = Field(
+        0.25,
+        ge=0,
+        le=4,
+        description="context kept around a region on each side, as a share of its longer side",
+        json_schema_extra=flag("--zoom-context"),
+    )
+    max_zoom: float = Field(
+        8.0,
+        ge=1,
+        description="largest enlargement: a crop is at least this fraction (1/max_zoom) of "
+        "the image's sides, so a tiny region keeps some surroundings",
+        json_schema_extra=flag("--zoom-max"),
+    )
+    max_crops: int = Field(
+        3,
+        ge=1,
+        description="separate regions enlarged at most (the largest first; each is cropped "
+        "from every image the sub-question shows)",
+        json_schema_extra=flag("--zoom-max-crops"),
+    )
+    size: int | None = Field(
+        None,
+        ge=32,
+        description="longest side of each enlarged crop in pixels (default: the image's own "
+        "size, the size the judge is shown the whole image at)",
+        json_schema_extra=flag("--zoom-size", metavar="PX"),
     )
