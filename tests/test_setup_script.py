@@ -72,7 +72,7 @@ def test_all_installs_every_extra_ci_uses_and_then_covers_the_others(tmp_path: P
     installs = _installs(_setup(checkout, "--all"))
     assert installs[0] == "-m pip install --quiet torch==2.13.0"
     extras = installs[1].split("[", 1)[1].rstrip("]").split(",")
-    assert {"dev", "grounding", "hf", "inspect", "train", "ray", "ray-serve"} <= set(extras)
+    assert {"dev", "grounding", "hf", "inspect", "mcp", "train", "ray", "ray-serve"} <= set(extras)
     assert "litellm" not in extras  # its pins clash: an environment of its own
     assert _setup(checkout) == [] and _setup(checkout, "hf", "grounding") == []
 
