@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -87,6 +89,33 @@ def test_the_image_root_reads_what_lies_under_it_and_refuses_the_rest(
         assert str(raised.value).startswith("images.source: ")
 
 
+async def test_a_judge_server_started_after_the_mcp_server_serves_the_next_call(
+    root: Path, tmp_path: Path
+) -> None:
+    """The first call finds no judge: a tool error naming the preflight's problem, not kept
+    for good (a long-lived server outlives a judge being started)."""
+    from cigeval import Evaluator, RunConfig
+    from cigeval.errors import PreflightError
+    from cigeval.mcp_server.tools import JudgeTools
+
+    port = _free_port()
+    evaluator = Evaluator(
+        f"openai:judge@http://127.0.0.1:{port}/v1",
+        tools="",
+        run_config=RunConfig(use_cache=False, max_retries=0),
+    )
+    tools = JudgeTools(evaluator, ImageRoot(root, max_bytes=10**6))
+    images = {"output": "edited.png"}
+    with pytest.raises(PreflightError, match=f"127.0.0.1:{port}"):
+        await tools.judge_image("text_guided_ig", images, text={"prompt": "a red square"})
+    with FakeOpenAIServer(rule_judge(default_score=9), port=port):
+        result = await tools.judge_image("text_guided_ig", images, text={"prompt": "a red square"})
+    assert result.status == "ok" and result.score == pytest.approx(0.9)
+    with pytest.raises(InputError, match="missing text field 'prompt'"):
+        await tools.judge_image("text_guided_ig", images)
+    await evaluator.aclose()
+
+
 def _judge_args(url: str, root: Path, tmp_path: Path) -> list[str]:
     return [
         "mcp",
@@ -121,16 +150,34 @@ def _edit_arguments(output: str) -> dict[str, Any]:
     }
 
 
+def _documented_client(judge_url: str, tmp_path: Path, cwd: Path) -> StdioServerParameters:
+    """The server entry of docs/mcp.md's client configuration, started in ``cwd`` (its image
+    root), its judge the local one, with this test's settings added."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "mcp.md").read_text()
+    block = re.search(r"```json\n(.*?)```", text, re.S)
+    assert block is not None, "docs/mcp.md has no client configuration"
+    entry = json.loads(block.group(1))["mcpServers"]["cigeval"]
+    args = list(entry["args"])
+    args[args.index("--model") + 1] = f"openai:judge@{judge_url}"
+    command = shutil.which(entry["command"])
+    assert command is not None, f"{entry['command']} is not installed in this environment"
+    test_settings = [
+        *("--tools", "Difference"),
+        *("--image-encoding", "original"),  # the files' bytes, so the judge's side can hash them
+        *("--cache-dir", str(tmp_path / "cache")),
+    ]
+    return StdioServerParameters(
+        command=command, args=[*args, *test_settings], env=_environment(), cwd=cwd
+    )
+
+
 async def test_a_stdio_client_starting_cigeval_mcp_lists_the_tools_and_gets_a_judgement(
     root: Path, tmp_path: Path
 ) -> None:
-    command = shutil.which("cigeval")
-    assert command is not None, "the cigeval command is not installed in this environment"
+    """The server as docs/mcp.md's client configuration starts it (image root: its folder)."""
     judge = rule_judge(tools={"*": "Difference"}, scores={"over_editing": 8}, default_score=6)
     with FakeOpenAIServer(judge) as server:
-        parameters = StdioServerParameters(
-            command=command, args=_judge_args(server.base_url, root, tmp_path), env=_environment()
-        )
+        parameters = _documented_client(server.base_url, tmp_path, cwd=root)
         async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             listed = await session.list_tools()
@@ -188,12 +235,14 @@ def http_server(root: Path, tmp_path: Path) -> Iterator[tuple[str, FakeOpenAISer
             "--port",
             str(port),
         ]
-        process = subprocess.Popen(
-            command,
-            env={**os.environ, **_environment()},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        log = tmp_path / "mcp-http.log"
+        with log.open("wb") as stderr:
+            process = subprocess.Popen(
+                command,
+                env={**os.environ, **_environment()},
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -203,14 +252,13 @@ def http_server(root: Path, tmp_path: Path) -> Iterator[tuple[str, FakeOpenAISer
                 except OSError:
                     if process.poll() is not None or time.monotonic() > deadline:
                         raise RuntimeError(
-                            f"cigeval mcp did not start: {process.stderr.read().decode()}"  # type: ignore[union-attr]
+                            f"cigeval mcp did not start: {log.read_text()}"
                         ) from None
                     time.sleep(0.1)
             yield f"http://127.0.0.1:{port}/mcp", judge
         finally:
             process.terminate()
             process.wait(timeout=30)
-            process.stderr.close()  # type: ignore[union-attr]
 
 
 async def test_the_streamable_http_client_gets_a_judgement_of_image_data_and_a_probe_run(

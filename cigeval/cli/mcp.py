@@ -56,7 +56,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     config, run_config, ensemble = judge_configs(args, image_dir=None)
     settings: McpConfig = build_config(args, McpConfig)
     try:
-        root = ImageRoot(settings.image_root, settings.max_image_bytes)
+        root = ImageRoot(settings.image_root, run_config.max_image_bytes)
         # the preflight runs with the first judgement, so a judge started later still serves
         evaluator = Evaluator(
             args.model,

@@ -4,10 +4,10 @@ A client (a coding agent, an image generator) names each image either by its dat
 (``data:image/png;base64,...``) or by a path, relative to the root or absolute. A path is
 followed to the file it ends at (links resolved) and refused unless that file lies under the
 root: ``..``, an absolute path elsewhere and a link pointing out of the root are all refused,
-as are what is not a regular file (a FIFO, a device, a folder) and a file over the size
-limit. The bytes are read here, once, with the last link component refused at open time
-(``O_NOFOLLOW``), and the judge gets those bytes, never the path: a file swapped after the
-check is not read.
+as are what is not a regular file (a FIFO, a device, a folder: told by the open descriptor, the
+open never waiting) and a file over the size limit. The bytes are read here, once, the file
+opened by its resolved path with a link in its place refused (``O_NOFOLLOW``), and the judge
+gets those bytes, never the path.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from cigeval._regular_file import kind_of
 from cigeval.errors import InputError
 
 
@@ -85,7 +86,7 @@ class ImageRoot:
         try:
             info = os.fstat(descriptor)
             if not stat.S_ISREG(info.st_mode):
-                raise InputError(f"{what}: {given} is not a regular file")
+                raise InputError(f"{what}: {given} is {kind_of(info.st_mode)}, not a regular file")
             if info.st_size > self.max_bytes:
                 raise InputError(
                     f"{what}: {given} is {info.st_size} bytes, over the limit of "

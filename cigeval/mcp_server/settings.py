@@ -47,12 +47,6 @@ class McpConfig(BaseModel):
         "the server starts in)",
         json_schema_extra=flag("--image-root"),
     )
-    max_image_bytes: int = Field(
-        64 * 2**20,
-        ge=1,
-        description="largest image accepted, as a file or as data",
-        json_schema_extra=flag("--max-image-bytes"),
-    )
 
     @field_validator("host")
     @classmethod

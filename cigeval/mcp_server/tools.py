@@ -31,6 +31,8 @@ class JudgeTools:
         self.root = root
         self._numbers = itertools.count(1)
         self._probing = asyncio.Lock()
+        self._checking = asyncio.Lock()
+        self._checked = False
 
     async def judge_image(
         self,
@@ -58,8 +60,20 @@ class JudgeTools:
         identity = sample_id or f"judge_image-{next(self._numbers)}"
         sample = sample_from_dict({"id": identity, "task": spec.id, **given, "images": read})
         spec.validate_sample(sample)  # a missing field or image: the task's own words
+        await self._ready()
         score = await self.evaluator.evaluate_async(sample)
         return JudgeResult.of(score)
+
+    async def _ready(self) -> None:
+        """The judge's preflight, until it passes once. A failure is raised for this call
+        only (the Evaluator would keep it for good): a judge server started after the MCP
+        server serves the next call."""
+        if self._checked or not self.evaluator.run_config.preflight:
+            return
+        async with self._checking:
+            if not self._checked:
+                await self.evaluator.preflight_async()
+                self._checked = True
 
     def list_tasks(self) -> TaskList:
         """Every registered task, with what its samples need and its sub-questions."""
@@ -74,6 +88,7 @@ class JudgeTools:
         through this server's judge; one probe run at a time."""
         from cigeval.probes import build_probe_set, run_probe_set
 
+        await self._ready()
         async with self._probing:
             with tempfile.TemporaryDirectory(prefix="cigeval-mcp-probes-") as folder:
                 probe_set = await asyncio.to_thread(build_probe_set, folder, tasks, kinds)
