@@ -515,6 +515,12 @@ class RunConfig(BaseModel):
         "warn (kept as ok, counted in the summary) or error (an error record saying why)",
         json_schema_extra=_flag("--on-degraded"),
     )
+    group_by: str | None = Field(
+        None,
+        description="the closing summary's mean scores per value of this sample field or "
+        "metadata key (task, model, category, seed, metadata.tag; default: per task)",
+        json_schema_extra=_flag("--group-by", metavar="FIELD"),
+    )
     circuit_breaker: int = Field(
         10,
         ge=0,
@@ -544,6 +550,7 @@ RUN_FILE_FIELDS = (
     "recheck_images",
     "max_text_chars",
     "on_degraded",
+    "group_by",
     "circuit_breaker",
     "circuit_breaker_s",
 )

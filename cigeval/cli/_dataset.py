@@ -1,5 +1,6 @@
-"""``cigeval evaluate --dataset``: samples from a Hugging Face dataset instead of a JSONL file
-(docs/datasets.md)."""
+"""``cigeval evaluate --dataset`` and ``--from``: samples from a Hugging Face dataset
+(docs/datasets.md) or from a benchmark's output folders (docs/importers.md) instead of a JSONL
+file."""
 
 from __future__ import annotations
 
@@ -43,9 +44,54 @@ def add_dataset_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_folder_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags that read samples from a generator benchmark's output folders."""
+    from cigeval.importers import FOLDER_FORMATS
+
+    group = parser.add_argument_group("output folders (docs/importers.md)")
+    group.add_argument(
+        "--from",
+        nargs=2,
+        action="append",
+        dest="from_folders",
+        metavar=("FORMAT", "DIR"),
+        help="judge the images of an output folder as they lie: FORMAT "
+        f"{' or '.join(FOLDER_FORMATS)}; the generator is the folder's name; repeat for "
+        "several generators",
+    )
+    group.add_argument(
+        "--generator",
+        metavar="NAME",
+        help="the generator of the one --from folder (default: the folder's name)",
+    )
+
+
 def samples_source(args: argparse.Namespace) -> Path | Any:
-    """The samples of the ``evaluate`` arguments: the JSONL path, or the rows of ``--dataset``
-    (UsageError when both or neither are given, or the dataset cannot be read)."""
+    """The samples of the ``evaluate`` arguments: the JSONL path, the rows of ``--dataset`` or
+    the samples of ``--from`` folders (UsageError when none or several are given, or they
+    cannot be read)."""
+    given = [
+        name
+        for name, value in (
+            ("a samples JSONL file", args.samples),
+            ("--dataset", args.dataset),
+            ("--from", args.from_folders),
+        )
+        if value
+    ]
+    if len(given) > 1:
+        raise UsageError(
+            f"give one of a samples JSONL file, --dataset or --from, not {' and '.join(given)}"
+        )
+    if args.generator is not None and not args.from_folders:
+        raise UsageError("--generator applies to --from only")
+    if args.from_folders:
+        from cigeval.importers import folder_samples
+
+        try:
+            return folder_samples([tuple(pair) for pair in args.from_folders], args.generator)
+        except CigevalError as exc:
+            raise UsageError(str(exc)) from None
     dataset_only = ("dataset_config", "split", "columns", "task", "image_root")
     if args.dataset is None:
         given = [f"--{n.replace('_', '-')}" for n in dataset_only if getattr(args, n)]
@@ -54,15 +100,15 @@ def samples_source(args: argparse.Namespace) -> Path | Any:
         if given:
             raise UsageError(f"{', '.join(given)} apply to --dataset only")
         if args.samples is None:
-            raise UsageError("give a samples JSONL file or --dataset NAME_OR_PATH")
+            raise UsageError(
+                "give a samples JSONL file, --dataset NAME_OR_PATH or --from FORMAT DIR"
+            )
         from cigeval.runs.guards import samples_file_problem
 
         problem = samples_file_problem(args.samples)
         if problem is not None:
             raise UsageError(problem)
         return args.samples
-    if args.samples is not None:
-        raise UsageError("give a samples JSONL file or --dataset, not both")
     if not args.columns:
         raise UsageError(
             "--dataset needs --columns saying which column holds which sample field, e.g. "

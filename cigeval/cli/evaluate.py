@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cigeval.cli._common import EXIT_SAMPLE_ERRORS, UsageError, make_evaluator
-from cigeval.cli._dataset import add_dataset_flags, samples_source
+from cigeval.cli._dataset import add_dataset_flags, add_folder_flags, samples_source
 from cigeval.cli._flags import add_config_flags, build_config, judge_configs
 from cigeval.cli._help import split_help
 from cigeval.cli._plugins import plugins_given
@@ -47,11 +47,13 @@ COMMON_FLAGS = (
 def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
     """The arguments of ``evaluate``: the common ones, then the config fields' flags."""
     p.usage = (
-        "cigeval evaluate (SAMPLES.jsonl | --dataset NAME_OR_PATH --columns MAPPING) "
+        "cigeval evaluate (SAMPLES.jsonl | --dataset NAME_OR_PATH --columns MAPPING | "
+        "--from FORMAT DIR) "
         "--model MODEL --out RESULTS.jsonl [options]"
     )
     p.description = (
-        "Judge every sample of SAMPLES.jsonl (or of a Hugging Face dataset, --dataset) and "
+        "Judge every sample of SAMPLES.jsonl (or of a Hugging Face dataset, --dataset; a "
+        "benchmark's folder, --from) and "
         "append one record per sample to --out; rerunning with the same --out and settings "
         "resumes (docs/runs.md)."
     )
@@ -65,7 +67,7 @@ def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
         "samples",
         type=Path,
         nargs="?",
-        help="samples JSONL (image paths relative to it); or --dataset",
+        help="samples JSONL (image paths relative to it); or --dataset or --from",
     )
     p.add_argument(
         "--model",
@@ -79,6 +81,7 @@ def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--out", type=Path, required=True, help="results JSONL (appended, resumable)")
     add_dataset_flags(p)
+    add_folder_flags(p)
     add_tasks_file_flag(p)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)

@@ -40,6 +40,12 @@ def configure_report_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--title", default="cigeval report", help="the page's title")
     p.add_argument(
+        "--group-by",
+        metavar="FIELD",
+        help="leaderboard columns by this sample field or metadata key instead of the task "
+        "(category, seed, model, metadata.tag; see docs/report.md)",
+    )
+    p.add_argument(
         "--baseline",
         metavar="GEN",
         help="the generator the Compare section pairs the others with (default: the first "
@@ -80,6 +86,7 @@ def run_report(args: argparse.Namespace) -> int:
         title=args.title,
         baseline=args.baseline,
         thumbnail_cache=args.thumbnail_cache,
+        group_by=args.group_by,
     )
     try:
         path = report.write(args.out)

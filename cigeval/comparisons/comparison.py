@@ -12,6 +12,8 @@ from cigeval.comparisons.paired import ALL_TASKS, holm, paired_difference
 from cigeval.comparisons.result import CompareResult, JudgeComparison, SettingsGroup
 from cigeval.errors import ConfigError
 from cigeval.results.fingerprint import differing_settings, settings_of_record
+from cigeval.results.record import generator_of
+from cigeval.results.run import first_in_input
 
 #: One condition's score per generator (averaged over repeated records).
 Table = dict[str, dict[str, float]]
@@ -38,8 +40,9 @@ def compare(
     fingerprints) are never paired: each settings group is compared on its own and records
     of a group without the baseline are set aside, saying which settings differ. An
     ensemble's records are compared under the combined score and under each judge.
-    ``baseline`` defaults to the generator of the first scored record, as the report's
-    Compare section picks it (``result.baseline_picked`` says so).
+    ``baseline`` defaults to the generator of the scored record first in the input (the
+    samples' order, ``provenance.input_position``, where records keep it; else the first in
+    the files), as the report's Compare section picks it (``result.baseline_picked`` says so).
 
     Raises :class:`cigeval.ConfigError` when ``baseline`` has no scored record, or when none
     is given and the records hold fewer than two generators.
@@ -58,7 +61,8 @@ def compare(
                 "nothing to compare: the records name fewer than two generators with scored "
                 f"records ({found}; the generator is each record's 'model' field)"
             )
-        baseline = generators[0]
+        first = first_in_input(r.record for r in collected.records)
+        baseline = generators[0] if first is None else generator_of(first)
     if baseline not in generators:
         known = ", ".join(generators) or "none"
         raise ConfigError(

@@ -100,7 +100,7 @@ class CompareResult:
     def table(self) -> str:
         """A readable table of the result."""
         picked = (
-            " (the first generator in the files; choose another with --baseline)"
+            " (the first generator in the input; choose another with --baseline)"
             if self.baseline_picked
             else ""
         )

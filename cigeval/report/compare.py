@@ -24,7 +24,7 @@ from cigeval.report.plots import Shape, _svg, _text, shape
 from cigeval.report.render import macro
 from cigeval.results.fingerprint import fingerprint_of
 from cigeval.results.record import generator_of
-from cigeval.results.run import Run, score_of
+from cigeval.results.run import Run, first_in_input, score_of
 
 _ACCENT, _MUTED, _GRID, _INK = "#2b6cb0", "#999", "#e3e3e3", "#222"
 #: Rows of the forest plot at most (the table lists all).
@@ -34,13 +34,18 @@ _INCONSISTENT_SHOWN = 50
 
 
 def default_baseline(runs: Sequence[Run]) -> str | None:
-    """The generator of the first scored record (None when fewer than two generators)."""
-    seen: dict[str, None] = {}
-    for run in runs:
-        for record in run.records:
-            if score_of(record) is not None and record.get("model") not in (None, ""):
-                seen.setdefault(generator_of(record), None)
-    return next(iter(seen)) if len(seen) >= 2 else None
+    """The generator of the scored record first in the input (the samples' order where the
+    records keep it, else the files'; None when fewer than two generators)."""
+    scored = [
+        record
+        for run in runs
+        for record in run.records
+        if score_of(record) is not None and record.get("model") not in (None, "")
+    ]
+    if len({generator_of(record) for record in scored}) < 2:
+        return None
+    first = first_in_input(scored)
+    return None if first is None else generator_of(first)
 
 
 def compare_section(
@@ -99,7 +104,7 @@ def _comparable(run: Run) -> Run:
 
 
 def _comparison_html(result: CompareResult, picked: bool, unnamed: int = 0) -> Markup:
-    how = " (the first generator in the files; choose another with --baseline)" if picked else ""
+    how = " (the first generator in the input; choose another with --baseline)" if picked else ""
     groups = []
     for group in result.groups:
         views = []

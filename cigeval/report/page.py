@@ -44,6 +44,7 @@ from cigeval.report.stats import (
     HumanAgreement,
     JudgeAgreement,
     Leaderboard,
+    column_of,
     human_agreement,
     judge_agreement,
     leaderboard,
@@ -396,7 +397,7 @@ def _distributions(run: Run, board: Leaderboard) -> dict[str, plots.Distribution
         if value is not None:
             by_task, _ = rows[generator_of(record)]
             rows[generator_of(record)] = (by_task, record_score_range(record))
-            by_task.setdefault(str(record.get("task", "?")), []).append(value)
+            by_task.setdefault(column_of(record, board.group_by), []).append(value)
     return {name: row for name, row in rows.items() if row[0]}
 
 
@@ -420,16 +421,21 @@ def build_report(
     workers: int | None = None,
     baseline: str | None = None,
     thumbnail_cache: str | Path | bool = True,
+    group_by: str | None = None,
 ) -> Report:
     """A :class:`Report` of one or more runs: results files (paths), :class:`Run` objects, or
     one list of Scores/records. Several runs (one per judge) are matched by sample id.
 
     ``n_boot`` resamples for the bootstrap intervals at confidence ``level`` (seeded by
     ``seed``: the same inputs give the same page numbers). ``baseline``: the generator the
-    Compare section pairs the others with (default: the first generator in the records).
+    Compare section pairs the others with (default: the generator of the scored record
+    first in the input, as :func:`cigeval.compare` picks it).
     ``workers``: processes (or threads) making thumbnails, default one per core.
     ``thumbnail_cache``: the folder of cached thumbnails, True for
     :func:`~cigeval.report.images.default_thumbnail_cache`, False for none.
+    ``group_by``: the leaderboards' columns are the values of this record field or metadata
+    key (``category``, ``seed``, ``metadata.tag``; :func:`~cigeval.results.record.group_of`)
+    instead of the tasks.
     """
     items = list(sources)
     if items and not any(isinstance(i, str | Path | Run) for i in items):  # Scores or records
@@ -489,7 +495,7 @@ def build_report(
                 )
     report = Report(
         runs=runs,
-        leaderboards=[leaderboard(run, n_boot, level, seed) for run in runs],
+        leaderboards=[leaderboard(run, n_boot, level, seed, group_by) for run in runs],
         humans=[human_agreement(run, n_boot, level, seed) for run in runs],
         agreements=[judge_agreement(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]],
         catalog=catalog,

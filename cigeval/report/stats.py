@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cigeval.comparisons.inputs import is_preference_record
-from cigeval.results.record import NO_GENERATOR, generator_of
+from cigeval.results.record import NO_GENERATOR, generator_of, group_of
 from cigeval.results.run import Run, score_of
 
 
@@ -68,6 +68,8 @@ class Leaderboard:
     overall: dict[str, Cell]
     by_task: dict[str, dict[str, Cell]]
     unranked: list[str] = field(default_factory=list)
+    #: The field the columns group records by (``--group-by``); None: the task.
+    group_by: str | None = None
 
     def rank(self, generator: str) -> int | None:
         """1 + the number of ranked generators with a higher mean (ties share a rank); None
@@ -81,8 +83,12 @@ class Leaderboard:
         return 1 + sum(1 for c in ranked if c.mean is not None and c.mean > mean)
 
 
-def leaderboard(run: Run, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> Leaderboard:
-    """The leaderboard of one run (see :class:`Leaderboard`)."""
+def leaderboard(
+    run: Run, n_boot: int = 1000, level: float = 0.95, seed: int = 0, group_by: str | None = None
+) -> Leaderboard:
+    """The leaderboard of one run (see :class:`Leaderboard`); its columns are the tasks, or
+    the values of the record field ``group_by`` (:func:`~cigeval.results.record.group_of`:
+    ``category``, ``seed``, ``metadata.tag``, ...)."""
     scores: dict[tuple[str, str], list[float]] = defaultdict(list)
     errors: dict[tuple[str, str], int] = defaultdict(int)
     tasks: dict[str, None] = {}
@@ -90,7 +96,7 @@ def leaderboard(run: Run, n_boot: int = 1000, level: float = 0.95, seed: int = 0
     for record in run.records:
         if is_preference_record(record):
             continue  # a preference between candidates, not a score: the Compare section
-        key = (generator_of(record), str(record.get("task", "?")))
+        key = (generator_of(record), column_of(record, group_by))
         generators.setdefault(key[0], None)
         tasks.setdefault(key[1], None)
         value = score_of(record)
@@ -116,7 +122,12 @@ def leaderboard(run: Run, n_boot: int = 1000, level: float = 0.95, seed: int = 0
         key=lambda g: (overall[g].mean is None, -(overall[g].mean or 0.0), g),
     )
     unranked = [NO_GENERATOR] if NO_GENERATOR in generators else []
-    return Leaderboard(run.label, sorted(tasks), ranking, overall, by_task, unranked)
+    return Leaderboard(run.label, sorted(tasks), ranking, overall, by_task, unranked, group_by)
+
+
+def column_of(record: dict[str, Any], group_by: str | None) -> str:
+    """The leaderboard column of a record: its task, or its value of ``group_by``."""
+    return str(record.get("task", "?")) if group_by is None else group_of(record, group_by)
 
 
 @dataclass

@@ -21,6 +21,34 @@ def generator_of(record: Mapping[str, Any]) -> str:
     return NO_GENERATOR if model is None or model == "" else str(model)
 
 
+#: The group of a record that holds nothing under the field grouped by.
+NO_VALUE = "(none)"
+
+
+def group_of(record: Mapping[str, Any], name: str) -> str:
+    """The value of the field ``name`` of a record, as a leaderboard's group (``--group-by``):
+    a dotted path (``metadata.tag``); else a field of the record (``task``, ``model``,
+    ``rubric``); else a key of its ``metadata`` (``category``, ``seed``); else one of its text
+    conditions (``subject``); :data:`NO_VALUE` where it has none."""
+    value: Any = None
+    if "." in name:
+        value = record
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+    else:
+        for place in (record, record.get("metadata"), record.get("conditions")):
+            if isinstance(place, Mapping) and place.get(name) is not None:
+                value = place[name]
+                break
+    if value is None or value == "":
+        return NO_VALUE
+    if isinstance(value, str):
+        return value
+    import json
+
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
 def task_of(record: Mapping[str, Any]) -> str:
     """The record's task name ("?" when it names none)."""
     return str(record.get("task", "?"))

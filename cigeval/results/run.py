@@ -228,6 +228,20 @@ def sample_ids(runs: Iterable[Run]) -> list[str]:
     return [sid for _, (sid, _) in sorted(enumerate(seen.items()), key=order)]
 
 
+def first_in_input(records: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The record whose sample stands first in the input (:func:`sample_ids`' order): the
+    lowest ``provenance.input_position``, else the first given (None for no record)."""
+    first: Mapping[str, Any] | None = None
+    first_place: tuple[str, int] | None = None
+    for record in records:
+        place = _input_place(record)
+        if first is None or (
+            place is not None and (first_place is None or place[1] < first_place[1])
+        ):
+            first, first_place = record, place
+    return first
+
+
 def _input_place(record: Mapping[str, Any]) -> tuple[str, int] | None:
     """(samples file, position) of a record's sample in its run's input, when recorded."""
     provenance = record.get("provenance")

@@ -55,6 +55,7 @@ class RunSummary:
 
     prices: dict[str, dict[str, float]] | None = None
     statuses: Counter[str] = field(default_factory=Counter)
+    #: The ok scores per task (per value of :attr:`group_by` when it is set).
     per_task: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: list[tuple[str, str]] = field(default_factory=list)
     calls: int = 0
@@ -81,12 +82,15 @@ class RunSummary:
     cut_off_replies: int = 0
     #: What the Batch API path did (``--batch``), or None.
     batch: BatchStats | None = None
+    #: The field the mean scores are grouped by (:func:`~cigeval.results.record.group_of`);
+    #: None: by task.
+    group_by: str | None = None
 
     def add(self, score: Score) -> None:
         """Count one finished sample."""
         self.statuses[score.status] += 1
         if score.ok and score.value is not None:
-            self.per_task[score.task].append(score.value)
+            self.per_task[self._group(score)].append(score.value)
         elif score.error:
             self.errors.append((score.id, score.error))
         self.calls += score.usage.get("calls", 0)
@@ -122,6 +126,14 @@ class RunSummary:
                         + event.completion_tokens * price["completion"]
                     ) / 1e6
 
+    def _group(self, score: Score) -> str:
+        if self.group_by is None:
+            return score.task
+        from cigeval.results.record import group_of
+
+        fields = {"task": score.task, "rubric": score.rubric, "status": score.status}
+        return group_of({**fields, **score.passthrough}, self.group_by)
+
     @property
     def batch_saving_usd(self) -> float:
         """What the batch discount spared on the replies read from batches (0 without a
@@ -149,7 +161,9 @@ class RunSummary:
             "ok": self.statuses["ok"],
             "error": self.statuses["error"],
             "skipped_already_done": self.skipped,
-            "mean_score_by_task": {t: sum(v) / len(v) for t, v in sorted(self.per_task.items())},
+            f"mean_score_by_{self.group_by or 'task'}": {
+                t: sum(v) / len(v) for t, v in sorted(self.per_task.items())
+            },
             "degraded_samples": self.degraded_samples,
             "degraded_questions": self.degraded_questions,
             "model_calls": self.calls,
@@ -173,6 +187,8 @@ class RunSummary:
             f"samples: {done} evaluated ({self.statuses['ok']} ok, {self.statuses['error']} error)"
             + (f", {self.skipped} already in the results file" if self.skipped else ""),
         ]
+        if self.group_by is not None and self.per_task:
+            lines.append(f"  mean scores by {safe_text(self.group_by)}:")
         for task, values in sorted(self.per_task.items()):
             mean = sum(values) / len(values)
             lines.append(f"  {safe_text(task):<18} n={len(values):<5} mean score {mean:.3f}")

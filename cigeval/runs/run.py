@@ -139,7 +139,7 @@ def _judge(
     flight are written."""
     from tqdm import tqdm
 
-    summary = RunSummary(prices=prices)
+    summary = RunSummary(prices=prices, group_by=options.group_by)
     writer = open_writer(out, options, evaluator.fingerprint_settings())
     try:
         lock.hold_file()  # the file may be new, or replaced by the resume's repair

@@ -233,7 +233,7 @@ def test_the_baseline_defaults_to_the_first_generator_as_the_report_picks_it(tmp
     assert result.baseline == default_baseline([load_run(first), load_run(second)])
     assert main(["compare", str(first), str(second), "--bootstrap", "20"]) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("baseline B (the first generator in the files; choose another")
+    assert printed.startswith("baseline B (the first generator in the input; choose another")
     assert main(["compare", str(first), "--bootstrap", "20"]) == 2  # one generator only
     assert "fewer than two generators" in capsys.readouterr().err
 
