@@ -9,11 +9,15 @@ exactly what the judge was shown.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+from cigeval.errors import ResultsWriteError
 from cigeval.images import EncodedImage
+from cigeval.terminal import safe_text
 
 _SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg"}
 
@@ -22,7 +26,11 @@ class ImageStore:
     """A folder of images named by their content hash: ``<dir>/<sha[:2]>/<sha>.<ext>``.
 
     Writing is atomic and idempotent: an image already stored is not written again, and a
-    reader never sees half a file.
+    reader never sees half a file. Nothing is written through a symbolic link: a link planted
+    at the folder or at one of its sub-folders is refused, and one planted at an image's name
+    is replaced by the image. A write that fails (a full disk, a folder that cannot be
+    written) raises :class:`~cigeval.errors.ResultsWriteError`, whose one line names the
+    folder; a run stops on it (exit status 2).
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
@@ -38,18 +46,49 @@ class ImageStore:
     def put(self, image: EncodedImage) -> Path:
         """Store ``image`` (once) and return its path."""
         path = self.path_for(image.sha256, image.mime)
-        if path.exists():
-            return path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                return path  # stored already (a link at its name is no stored image)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise self._failed(exc) from None
+        try:
+            for folder in (self.directory, path.parent):
+                if not os.path.islink(folder):
+                    folder.mkdir(parents=True, exist_ok=True)
+                if os.path.islink(folder):  # planted before, or while it was made
+                    raise ResultsWriteError(refused_link(folder, "the image folder"))
+            handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        except OSError as exc:
+            raise self._failed(exc) from None
         try:
             with os.fdopen(handle, "wb") as file:
                 file.write(image.data)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
+            os.replace(temporary, path)  # a link at that name is replaced, never followed
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            if isinstance(exc, OSError):
+                raise self._failed(exc) from None
             raise
         return path
+
+    def _failed(self, exc: OSError) -> ResultsWriteError:
+        reason = exc.strerror or str(exc)
+        return ResultsWriteError(
+            f"cannot write the images shown to the judge to {safe_text(self.directory)}: "
+            f"{reason}; the run stopped (free space or fix the folder, then rerun to resume)"
+        )
+
+
+def refused_link(path: Path, what: str) -> str:
+    """The message refusing a symbolic link planted at ``path`` (``what`` it stands for)."""
+    return (
+        f"{what} {safe_text(path)} is a symbolic link (planted by someone else?); cigeval "
+        "does not write through it and leaves its target alone: remove the link, or give the "
+        "folder it points to, then run again"
+    )
 
 
 def image_location(image: EncodedImage, store: ImageStore | None) -> str | None:

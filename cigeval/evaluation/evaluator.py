@@ -31,7 +31,13 @@ from cigeval.backends.cache import (
 )
 from cigeval.backends.policy import widen_calls_in_flight
 from cigeval.config import SAMPLING_SETTINGS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
-from cigeval.errors import CigevalError, ConfigError, InputError, PreflightError
+from cigeval.errors import (
+    CigevalError,
+    ConfigError,
+    InputError,
+    PreflightError,
+    ResultsWriteError,
+)
 from cigeval.evaluation._sync import run_sync
 from cigeval.evaluation.assemble import (
     assemble_score,
@@ -434,6 +440,8 @@ class Evaluator:
             key, replayed, images = await off_loop(self._prepare, sample, started, bypassed)
             if replayed is not None:
                 return replayed
+        except ResultsWriteError:
+            raise  # the image folder cannot be written: no sample's fault, the run stops
         except Exception as exc:
             message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
             trace = Trace()

@@ -144,3 +144,16 @@ def refuse_overwriting_non_results(out: Path) -> None:
                 "results record (a JSON object with an id and a status), so the file does "
                 "not look like results; check --out, or move the file away yourself"
             )
+
+
+def refuse_planted_links(written: Mapping[str, Path]) -> None:
+    """InputError when a file or folder the run writes next to its results (``written``,
+    :func:`results_paths`, the results file itself aside) is a symbolic link: a link planted
+    at ``RESULTS.images`` or ``RESULTS.lock`` would make the run write wherever it points."""
+    from cigeval.image_store import refused_link
+
+    for name, path in written.items():
+        if name != "the results file" and os.path.islink(path):
+            raise InputError(
+                f"--out {safe_text(written['the results file'])}: " + refused_link(path, name)
+            )

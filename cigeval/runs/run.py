@@ -29,6 +29,7 @@ from cigeval.runs.breaker import ServerWatching
 from cigeval.runs.guards import (
     check_samples_file,
     refuse_overwriting_non_results,
+    refuse_planted_links,
     refuse_results_over_inputs,
     results_paths,
 )
@@ -90,6 +91,7 @@ def run_samples(
         refuse_results_over_inputs(written_paths(evaluator, out), [("samples file", source)])
     else:
         source = samples
+    refuse_planted_links(written_paths(evaluator, out))
     if options.overwrite:
         refuse_overwriting_non_results(out)
     if isinstance(source, Path):
