@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cigeval.score import Evidence
+
 #: An image role's value: one image, or a list for the roles that take several.
 ImageField = str | list[str]
 
@@ -47,11 +49,13 @@ class ScoreRequest(BaseModel):
 
 
 class SubScoreResult(BaseModel):
-    """One sub-question's score and the judge's reason (HTML-escaped)."""
+    """One sub-question's score, the judge's reason (HTML-escaped) and the regions its tools
+    found (``evidence``: boxes in each image's own pixels, labels HTML-escaped)."""
 
     question_id: str
     score: float | None
     reasoning: str = ""
+    evidence: list[Evidence] = Field(default_factory=list)
 
 
 class ItemResult(BaseModel):

@@ -120,6 +120,7 @@ def item_result(score: Score, item: PreparedItem) -> ItemResult:
                 question_id=s.question_id,
                 score=s.score,
                 reasoning=escape(s.reasoning) or "",
+                evidence=[e.model_copy(update={"label": escape(e.label)}) for e in s.evidence],
             )
             for s in score.sub_scores
         ],
