@@ -1,4 +1,5 @@
-"""The README's Python example runs as written, against a local OpenAI-compatible server.
+"""The README's Python example, and its first judging example (``cigeval evaluate``, then
+``cigeval report``), run as written against a local OpenAI-compatible server.
 
 Only what the example leaves to the reader is supplied: the two image files, a ``samples``
 list, the server (its spec strings get the local server's URL) and an API key. Grounding
@@ -10,7 +11,12 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +116,41 @@ def test_the_readme_offline_line_judges_without_grounding_weights(
     assert offline.status == "ok", offline.error
     assert offline.value == pytest.approx(0.6)
     assert offline.config["tools"] == ["Difference", "Scene Graph"]
+
+
+def first_judging_example() -> str:
+    """The first ``bash`` block of the README's "## Judge your first images" section."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Judge your first images", 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert match is not None, "README.md has no bash block under ## Judge your first images"
+    return match.group(1)
+
+
+def test_the_readme_first_judging_example_runs_offline_as_written(tmp_path: Path) -> None:
+    """The block's commands, run by bash in a copy of the examples with no network, no key and
+    no Grounding weights: only the local server's address is this test's own."""
+    script = first_judging_example()
+    assert "http://localhost:8000/v1" in script and "--tools" in script
+    assert "## Judge your first images" in README.read_text().split("## Python")[0]
+    shutil.copytree(README.parent / "examples", tmp_path / "examples")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CIGEVAL_"))}
+    env.update(
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        PYTHONPATH=str(README.parent),
+        HF_HUB_OFFLINE="1",
+        CIGEVAL_CACHE_DIR=str(tmp_path / "cache"),
+    )
+    with FakeOpenAIServer(rule_judge(default_score=7)) as server:
+        local = script.replace("http://localhost:8000/v1", server.base_url)
+        done = subprocess.run(
+            ["bash", "-e", "-c", local], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        asked = len(server.requests)
+    assert done.returncode == 0, done.stderr
+    records = [
+        json.loads(line) for line in (tmp_path / "runs/first.jsonl").read_text().splitlines()
+    ]
+    assert len(records) == 8 and {r["status"] for r in records} == {"ok"}
+    assert all(r["config"]["tools"] == ["Difference", "Scene Graph"] for r in records)
+    assert asked > 0 and (tmp_path / "runs/first.html").is_file()
