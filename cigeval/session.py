@@ -81,6 +81,12 @@ class _Reply:
         return self.response.finish_reason in UNFINISHED_REASONS
 
 
+def recorded_reply(text: str, max_reply_chars: int) -> str:
+    """A reply's text as a session uses and records it: cut to ``max_reply_chars``, made
+    valid UTF-8 (a replay checks stored records against the cached answers this way)."""
+    return safe_text(text[:max_reply_chars])
+
+
 class JudgeSession:
     """One sample's conversation partner: a backend plus the sample's trace and usage.
 
@@ -244,11 +250,9 @@ class JudgeSession:
             received.append(response)
         for note in counter.notes:
             self._note(purpose, note, question_id)
-        text, overlong = response.text, None
-        if len(text) > self.max_reply_chars:
-            text, overlong = text[: self.max_reply_chars], len(text)
-        text = safe_text(text)
-        if text is not response.text:
+        overlong = len(response.text) if len(response.text) > self.max_reply_chars else None
+        text = recorded_reply(response.text, self.max_reply_chars)
+        if text != response.text:
             response = dataclasses.replace(response, text=text)
         answer = _Reply(request, response, overlong)
         self.calls += 1

@@ -176,6 +176,44 @@ def test_a_changed_image_text_setting_or_answer_is_judged_again(
         assert sorted(s["score"] for s in scores) == [3.0, 7.0]
 
 
+@pytest.mark.parametrize("tampered", ["the score", "every number", "the replies too"])
+def test_a_tampered_stored_record_is_not_replayed_its_answers_decide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tampered: str
+) -> None:
+    # issue 41: a record edited in the cache to claim 1.0 while its answers say 8 and 2
+    samples = [s for s in seven_task_samples(tmp_path / "set") if s["id"] == "mie"]
+    path = write_jsonl(tmp_path / "set" / "samples.jsonl", samples)
+    cache = tmp_path / "cache"
+    reply = rule_judge({"edit_success": 8, "over_editing": 2})
+    with FakeOpenAIServer(reply) as server:
+        first = judged(server, path, tmp_path / "1.jsonl", cache)["mie"]
+        assert first["score"] == pytest.approx(0.2)
+        store = ResponseCache(cache)
+        rows = store.store._connection().execute(
+            "SELECT value FROM entries WHERE namespace = 'values'"
+        )
+        stored = [json.loads(value) for (value,) in rows]
+        (key,) = [e["key"] for e in stored if e["key"].startswith("sample|")]
+        entry = store.get(key)
+        record = entry["record"]
+        record["score"] = 1.0
+        if tampered != "the score":
+            for sub in record["sub_scores"]:
+                sub["score"] = 10.0
+            for event in record["trace"]:
+                if event["type"] == "judgement":
+                    event["score"] = 10.0
+                if tampered == "the replies too" and event.get("purpose") == "judge":
+                    event["reply"] = event["reply"].replace('"score": 8', '"score": 10')
+                    event["reply"] = event["reply"].replace('"score": 2', '"score": 10')
+        store.set(key, entry)
+        start = len(server.requests)
+        again = judged(server, path, tmp_path / "2.jsonl", cache)["mie"]
+        assert calls_of(server, start) == 0  # judged again from the cached answers
+    assert again["score"] == pytest.approx(0.2)
+    assert sorted(s["score"] for s in again["sub_scores"]) == [2.0, 8.0]
+
+
 def test_an_edited_checkout_replays_nothing_stored_before_the_edit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

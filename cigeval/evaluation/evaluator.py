@@ -210,7 +210,18 @@ class Evaluator:
         folder = self.tool_cache.directory
         if not all(isinstance(b, CachedBackend) and b.cache.directory == folder for b in backends):
             return None
-        return SampleReplay(self.tool_cache, self.fingerprint, self.image_store)
+        check = getattr(self.rubric, "replay_disagreement", None)
+        if check is None:  # a rubric that cannot tell a record from its replies: judged again
+            return None
+        config = self.config
+        return SampleReplay(
+            self.tool_cache,
+            self.fingerprint,
+            self.image_store,
+            check,
+            config.aggregate,
+            config.max_reply_chars,
+        )
 
     @classmethod
     def from_spec(cls: type[E], spec: JudgeSpec, *, preflight: bool | None = None) -> E:

@@ -7,8 +7,11 @@ sample itself, each image file by
 path and sha256. The entry lists the cache key of every request the sample made and a digest
 of each answer. A later sample with the same key whose listed answers are all still cached,
 unchanged, gets that record back as a replay of those answers would write it (every call
-marked cached, no HTTP attempt): no graph, no tool, no image decoded or encoded. Anything
-else (a deleted or changed answer, an image of the store that is gone) judges it again.
+marked cached, no HTTP attempt): no graph, no tool, no image decoded or encoded. The record is
+not trusted for what it says: the replies its trace holds must be those answers, and the
+rubric must read its sub-scores and score from them again (a rubric without such a check is
+never replayed). Anything else (a deleted or changed answer, an image of the store that is
+gone, a record whose numbers its answers do not give) judges it again.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import importlib.util
 import json
 import sys
 import time
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,12 +30,14 @@ from typing import Any
 from cigeval._digest import known_file_sha256
 from cigeval._regular_file import MAX_IMAGE_BYTES
 from cigeval.backends.cache import ResponseCache
+from cigeval.errors import CigevalError
 from cigeval.image_store import ImageStore
 from cigeval.images import EncodedImage, image_path
 from cigeval.messages import ModelResponse, normalize_finish_reason
 from cigeval.rubrics.registry import BUILTIN_RUBRICS
 from cigeval.sample import Sample, image_inputs
 from cigeval.score import Score
+from cigeval.session import recorded_reply
 from cigeval.tasks import get_task
 from cigeval.tasks.builtin import BUILTIN_TASKS
 from cigeval.tools.registry import BUILTIN_TOOLS, ON_REQUEST_TOOLS, resolve_tools
@@ -40,14 +46,33 @@ from cigeval.tools.registry import BUILTIN_TOOLS, ON_REQUEST_TOOLS, resolve_tool
 REPLAY_FORMAT = 2
 
 
+#: How a rubric says why a stored record does not follow from the replies of its trace (None:
+#: it does), given the aggregate rule of the settings (``CigevalRubric.replay_disagreement``).
+RecordCheck = Callable[[Mapping[str, Any], str], "str | None"]
+
+
 class SampleReplay:
     """The sample entries of one evaluator's settings in ``cache``; ``store`` is where the
-    evaluator writes the images it shows (None: nowhere)."""
+    evaluator writes the images it shows (None: nowhere). ``check`` is the rubric's
+    :data:`RecordCheck`, ``aggregate_rule`` and ``max_reply_chars`` the settings' own: a
+    stored record is replayed only when the replies its trace holds are the cached answers
+    (as a session records them) and its scores follow from those replies."""
 
-    def __init__(self, cache: ResponseCache, fingerprint: str, store: ImageStore | None) -> None:
+    def __init__(
+        self,
+        cache: ResponseCache,
+        fingerprint: str,
+        store: ImageStore | None,
+        check: RecordCheck,
+        aggregate_rule: str,
+        max_reply_chars: int,
+    ) -> None:
         self.cache = cache
         self.fingerprint = fingerprint
         self.store = store
+        self.check = check
+        self.aggregate_rule = aggregate_rule
+        self.max_reply_chars = max_reply_chars
 
     def key(self, sample: Sample, encoding: str, max_bytes: int = MAX_IMAGE_BYTES) -> str | None:
         """The sample key, or None when the sample cannot have one (a task of the user's: its
@@ -80,14 +105,19 @@ class SampleReplay:
             shown = {
                 str(sha): (str(a), str(b), str(c)) for sha, (a, b, c) in entry["shown"].items()
             }
+            replies: Counter[str] = Counter()
             for call_key, digest in calls:
                 answer = self.cache.lookup(call_key)
                 if answer is None or answer_digest(answer) != digest:
                     return None
+                replies[recorded_reply(answer.text, self.max_reply_chars)] += 1
+            record = entry["record"]
+            if not self._follows(record, replies):
+                return None  # judged again: its record says what its answers do not
             image_files = self._image_files(shown)
             if image_files is None:
                 return None
-            score = Score.from_record({**entry["record"], "image_files": image_files})
+            score = Score.from_record({**record, "image_files": image_files})
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         shift = time.time() - min((e.time for e in score.trace.events), default=0.0)
@@ -95,6 +125,18 @@ class SampleReplay:
             event.time += shift
         score.usage["wall_ms"] = round((time.perf_counter() - started) * 1000)
         return score
+
+    def _follows(self, record: dict[str, Any], replies: Counter[str]) -> bool:
+        """Whether ``record`` is what its answers (``replies``, as a session records them)
+        give: its trace holds exactly those replies, and the rubric reads its scores from
+        them (:data:`RecordCheck`)."""
+        calls = [e for e in record["trace"] if e.get("type") == "model_call"]
+        if Counter(str(e.get("reply")) for e in calls) != replies:
+            return False
+        try:
+            return self.check(record, self.aggregate_rule) is None
+        except (CigevalError, KeyError, TypeError, ValueError, AttributeError):
+            return False  # a reply that does not parse (as it did) is no record to replay
 
     def _image_files(self, shown: dict[str, tuple[str, str, str]]) -> dict[str, str] | None:
         """Where each shown image is now, as the judging would list it: its own file, or the
