@@ -10,11 +10,15 @@ writes them as the exact-text templates of :mod:`cigeval.agent.paper_layout`, so
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
+import os
 import re
+import secrets
 from pathlib import Path
 
+from cigeval._regular_file import read_regular
 from cigeval.errors import ConfigError
 from cigeval.prompts import paper_templates as paper_names
 from cigeval.prompts.exact import EXACT_SUFFIX
@@ -67,6 +71,11 @@ PROMPT_MODULE = Path("agent/prompt_agent.py")
 EVALUATE_MODULE = Path("evaluate.py")
 SCENE_GRAPH_MODULE = Path("tools/scene_graph.py")
 UTIL_MODULE = Path("util.py")
+#: The largest official source file parsed: the official files are tens of kilobytes; a
+#: file of tens of megabytes would take gigabytes of memory to parse.
+MAX_SOURCE_BYTES = 2 * 1024 * 1024
+#: The largest git file read for the clone's commit (HEAD, a ref, packed-refs).
+_MAX_GIT_FILE_BYTES = 16 * 1024 * 1024
 #: The file ``official-prompts`` writes beside the templates: where they came from and the
 #: sha256 of each, so a run can tell an unchanged official set (:mod:`.prompt_set`).
 MANIFEST = "prompt-set.json"
@@ -82,9 +91,17 @@ def _tree(root: Path, relative: Path) -> ast.Module:
             f"{relative} is missing"
         )
     try:
-        return ast.parse(path.read_bytes().decode("utf-8"), filename=str(path))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
-        raise ConfigError(f"cannot read {path} as Python source: {exc}") from None
+        return ast.parse(read_regular(path, MAX_SOURCE_BYTES).decode("utf-8"), filename=str(path))
+    except Exception as exc:  # anything a hostile file makes the parser raise: MemoryError...
+        raise ConfigError(f"cannot read {path} as Python source: {_why(exc)}") from None
+
+
+def _why(exc: BaseException) -> str:
+    """An exception in a few words (its type, and its message when it has one)."""
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _string_assignments(tree: ast.Module) -> dict[str, str]:
@@ -225,17 +242,23 @@ def extract_official_prompts(root: str | Path) -> dict[str, str]:
 def _clone_commit(root: Path) -> str | None:
     """The commit a git clone's HEAD points at, read from its files (None when unknown)."""
     git = root / ".git"
+
+    def text(path: Path) -> str:  # a regular file of bounded size, or OSError
+        return read_regular(path, _MAX_GIT_FILE_BYTES).decode("utf-8")
+
     try:
-        head = (git / "HEAD").read_text("utf-8").strip()
+        head = text(git / "HEAD").strip()
         if not head.startswith("ref: "):
-            return head or None
+            return head[:100] or None
         ref = head[len("ref: ") :]
+        if not ref.startswith("refs/") or ".." in Path(ref).parts:
+            return None  # a ref outside the clone's refs is no commit of it
         loose = git / ref
         if loose.is_file():
-            return loose.read_text("utf-8").strip() or None
-        for line in (git / "packed-refs").read_text("utf-8").splitlines():
+            return text(loose).strip()[:100] or None
+        for line in text(git / "packed-refs").splitlines():
             if line.endswith(" " + ref):
-                return line.split(" ", 1)[0]
+                return line.split(" ", 1)[0][:100]
     except (OSError, UnicodeDecodeError):
         return None
     return None
@@ -244,9 +267,22 @@ def _clone_commit(root: Path) -> str | None:
 def write_official_prompts(root: str | Path, out: str | Path) -> list[Path]:
     """Write the templates of :func:`extract_official_prompts` into ``out``, with the
     manifest (:data:`MANIFEST`: the source, its commit, each template's sha256); the paths
-    written."""
-    templates = extract_official_prompts(root)
+    written. Nothing is written through a symbolic link: a link at a template's name (a clone
+    may ship a folder of them) is replaced by the template, its target untouched, and ``out``
+    itself a link is refused. Any failure to read the clone, whatever the parser raises, is
+    one :class:`~cigeval.errors.ConfigError`."""
+    try:
+        templates = extract_official_prompts(root)
+    except ConfigError:
+        raise
+    except Exception as exc:  # a hostile clone: nesting the parser or its walk cannot take
+        raise ConfigError(f"cannot read the official code in {root}: {_why(exc)}") from None
     folder = Path(out).expanduser()
+    if folder.is_symlink():
+        raise ConfigError(
+            f"{folder} is a symbolic link; cigeval writes no template through it: give the "
+            "folder it points to, or another folder"
+        )
     manifest = {
         "prompt_set": "official",
         "source": "HITsz-TMG/Agentic-CIGEval",
@@ -260,12 +296,26 @@ def write_official_prompts(root: str | Path, out: str | Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
         written = []
         for name, text in sorted(templates.items()):
-            path = folder / f"{name}{EXACT_SUFFIX}"
-            path.write_bytes(text.encode("utf-8"))
-            written.append(path)
-        path = folder / MANIFEST
-        path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        written.append(path)
+            written.append(_replace(folder / f"{name}{EXACT_SUFFIX}", text.encode("utf-8")))
+        listing = json.dumps(manifest, indent=2) + "\n"
+        written.append(_replace(folder / MANIFEST, listing.encode("utf-8")))
     except OSError as exc:
-        raise ConfigError(f"cannot write the prompt templates into {folder}: {exc}") from None
+        raise ConfigError(f"cannot write the prompt templates into {folder}: {_why(exc)}") from None
     return written
+
+
+def _replace(path: Path, data: bytes) -> Path:
+    """Write ``data`` to a new file beside ``path`` and rename it over ``path``: whatever is
+    at ``path`` (a symbolic link included) is replaced, never written through."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(temporary, flags, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return path
