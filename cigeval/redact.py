@@ -1,13 +1,20 @@
-"""Credentials kept out of what cigeval writes and shows: lock files, records, messages.
+"""Credentials kept out of what cigeval writes and shows: lock files, records, messages,
+replies, cache rows, reports.
 
 A command line or a message may hold a secret: ``--base-url http://user:KEY@host/?api_key=KEY``,
 ``--api-key KEY``. What is written next to the results or printed gets it replaced by ``***``.
+A secret the process knows (a judge's API key or bearer token, the password of a server URL:
+:func:`remember_secret`, called by the backends) is replaced wherever it appears, also in text
+that does not look like a credential: a judge server that echoes the key inside its reply
+gets it stored as ``***`` in the results, the cache and the report.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
+from urllib.parse import parse_qsl, urlsplit
 
 #: Query parameters and flags whose value is a credential: api_key, key, token, secret...
 _SECRET_NAME = re.compile(
@@ -18,6 +25,46 @@ _SECRET_NAME = re.compile(
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
 _QUERY_VALUE = re.compile(r"(?P<name>[?&;][^=&#\s]+)=(?P<value>[^&#\s]*)")
 REDACTED = "***"
+#: Secrets shorter than this are not remembered: replacing a short word everywhere would
+#: garble text (no real key is this short).
+MIN_SECRET_CHARS = 8
+_known: set[str] = set()
+_known_lock = threading.Lock()
+_known_sorted: tuple[str, ...] = ()
+
+
+def remember_secret(value: str | None) -> None:
+    """Redact ``value`` from now on, in this process, wherever it appears (values shorter
+    than :data:`MIN_SECRET_CHARS` are ignored)."""
+    global _known_sorted
+    if not value or len(value) < MIN_SECRET_CHARS or value in _known:
+        return
+    with _known_lock:
+        _known.add(value)
+        _known_sorted = tuple(sorted(_known, key=len, reverse=True))  # longest first
+
+
+def remember_url_secrets(url: str | None) -> None:
+    """Remember the credentials a server URL holds: its password (and a user name that
+    stands alone as a token) and its key-like query values."""
+    if not url:
+        return
+    parts = urlsplit(url)
+    remember_secret(parts.password)
+    if parts.username and not parts.password:
+        remember_secret(parts.username)
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if _SECRET_NAME.search(name):
+            remember_secret(value)
+
+
+def redact_known(text: str) -> str:
+    """``text`` with every secret the process knows (:func:`remember_secret`) replaced by
+    ``***``."""
+    for secret in _known_sorted:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 def redact_command(argv: Sequence[str]) -> str:
@@ -44,8 +91,9 @@ def redact_command(argv: Sequence[str]) -> str:
 
 
 def redact_credentials(text: str) -> str:
-    """``text`` (a message, a URL) with the user information of URLs and key-like query
-    values replaced by ``***``."""
+    """``text`` (a message, a URL) with the user information of URLs, key-like query values
+    and every secret the process knows (:func:`redact_known`) replaced by ``***``."""
+    text = redact_known(text)
     text = _USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
 
     def query(match: re.Match[str]) -> str:

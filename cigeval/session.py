@@ -42,6 +42,7 @@ from cigeval.messages import (
     Usage,
 )
 from cigeval.prompts import render, templates_sha256
+from cigeval.redact import redact_known
 from cigeval.trace import ErrorEvent, ModelCallEvent, Trace
 
 T = TypeVar("T")
@@ -83,8 +84,9 @@ class _Reply:
 
 def recorded_reply(text: str, max_reply_chars: int) -> str:
     """A reply's text as a session uses and records it: cut to ``max_reply_chars``, made
-    valid UTF-8 (a replay checks stored records against the cached answers this way)."""
-    return safe_text(text[:max_reply_chars])
+    valid UTF-8, every secret the process knows redacted (a replay checks stored records
+    against the cached answers this way)."""
+    return safe_text(redact_known(text)[:max_reply_chars])
 
 
 class JudgeSession:

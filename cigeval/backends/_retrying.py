@@ -31,6 +31,7 @@ from cigeval.backends.observers import current_observers
 from cigeval.backends.policy import CallPolicy
 from cigeval.errors import BackendError, ConfigError, TransportError
 from cigeval.messages import ModelRequest, ModelResponse
+from cigeval.redact import redact_known, remember_secret, remember_url_secrets
 
 logger = logging.getLogger("cigeval.backends")
 
@@ -240,6 +241,10 @@ class RetryingBackend:
         self.urls: list[str | None] = list(urls) or [None]
         self.policy = policy or CallPolicy()
         self._secrets = [Secret(s) for s in secrets if s]
+        for secret in secrets:  # echoed in a reply, it is redacted there too
+            remember_secret(secret)
+        for url in self.urls:
+            remember_url_secrets(url)
         #: The calls in flight at once: the policy's ``max_in_flight`` until widened
         #: (:func:`~cigeval.backends.policy.widen_calls_in_flight`).
         self.call_limit = InFlightLimit(self.policy.max_in_flight)
@@ -334,7 +339,9 @@ class RetryingBackend:
                 if limiter is not None:
                     limiter.settle(estimate, response.usage.total_tokens)
                 latency = time.perf_counter() - started
-                return dataclasses.replace(response, latency_s=latency)
+                # a key the server echoes is never cached, recorded or reported
+                text, model = self.redact(response.text), self.redact(response.model)
+                return dataclasses.replace(response, text=text, model=model, latency_s=latency)
             detail = self.redact(failure.detail)
             if failure.transport == "timeout":
                 detail = f"timed out after {policy.timeout_s:g} s"
@@ -386,7 +393,8 @@ class RetryingBackend:
         return f"{self.identity} at {where} failed after {attempts} {tries}: {detail}{hint}"
 
     def redact(self, text: str) -> str:
-        """``text`` with every secret (the API key) replaced by ``***``."""
+        """``text`` with every secret (the API key, and any other the process knows:
+        :func:`~cigeval.redact.remember_secret`) replaced by ``***``."""
         for secret in self._secrets:
             text = text.replace(secret.value, "***")
-        return text
+        return redact_known(text)
