@@ -103,8 +103,9 @@ class JudgeSession:
 
     Counts, for the sample's usage: :attr:`calls` (replies received), :attr:`http_attempts`
     (HTTP requests the backend sent, retries and failures included;
-    :mod:`cigeval.backends.attempts`) and :attr:`cut_off_replies` (replies that arrived
-    unfinished or longer than ``max_reply_chars``).
+    :mod:`cigeval.backends.attempts`), :attr:`cut_off_replies` (replies that arrived
+    unfinished: the token limit, a content filter) and :attr:`overlong_replies` (finished
+    replies longer than ``max_reply_chars``).
     """
 
     def __init__(
@@ -144,6 +145,7 @@ class JudgeSession:
         self.calls = 0
         self.http_attempts = 0
         self.cut_off_replies = 0
+        self.overlong_replies = 0
         #: Why the last call that failed to reach the server failed
         #: (:attr:`~cigeval.errors.TransportError.reason`), or None.
         self.transport_failure: str | None = None
@@ -258,8 +260,10 @@ class JudgeSession:
             response = dataclasses.replace(response, text=text)
         answer = _Reply(request, response, overlong)
         self.calls += 1
-        if answer.unfinished or overlong is not None:
+        if answer.unfinished:  # handled as cut off, whatever its length
             self.cut_off_replies += 1
+        elif overlong is not None:
+            self.overlong_replies += 1
         self.usage = self.usage + response.usage
         self.trace.add(
             ModelCallEvent.build(purpose, messages, response, attempt, question_id, round)

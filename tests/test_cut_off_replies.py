@@ -232,7 +232,9 @@ def test_the_cap_defaults_to_four_budgets_and_may_not_be_below_one(
     )
 
 
-def test_a_megabyte_reply_never_reaches_the_records(env: Path) -> None:
+def test_a_megabyte_reply_never_reaches_the_records(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     samples = write_jsonl(env / "samples.jsonl", seven_task_samples(env)[:1])  # one question
 
     def huge(body: dict[str, Any]) -> str:
@@ -245,7 +247,11 @@ def test_a_megabyte_reply_never_reaches_the_records(env: Path) -> None:
     (record,) = read_records(out)
     replies = [e["reply"] for e in record["trace"] if e["type"] == "model_call"]
     assert [len(r) for r in replies] == [65_536] * 3  # asked, re-asked twice, each cut
-    assert record["usage"]["cut_off_replies"] == 3
+    # counted as over-long, not as cut off by the token limit (issue 41)
+    assert (record["usage"]["cut_off_replies"], record["usage"]["overlong_replies"]) == (0, 3)
+    err = capsys.readouterr().err
+    assert "over-long replies: 3 (longer than --max-reply-chars" in err
+    assert "cut-off replies" not in err
     assert "more than --max-reply-chars allows (65,536)" in record["error"]
     # three replies of 64 Ki characters (the re-asks show 1,000 of them), not megabytes
     assert out.stat().st_size < 250_000

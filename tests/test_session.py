@@ -173,7 +173,8 @@ async def test_a_re_ask_shows_only_the_start_of_an_over_long_reply() -> None:
     assert await judge.ask("judge", QUESTION, strict_int) == 8
     assert len(judge.trace.model_calls()[0].reply) == 3000
     assert backend.requests[1].messages[-2].text_content() == "7" * 1000 + "…"
-    assert (judge.calls, judge.cut_off_replies) == (2, 1)
+    # over-long, counted by that name: no token limit cut it (issue 41)
+    assert (judge.calls, judge.cut_off_replies, judge.overlong_replies) == (2, 0, 1)
 
 
 async def test_replies_that_stay_too_long_end_in_an_error() -> None:

@@ -19,19 +19,21 @@ from cigeval.trace import Trace
 
 
 def usage_of(sessions: Iterable[JudgeSession], trace: Trace, wall_ms: int) -> dict[str, int]:
-    """Calls, HTTP attempts, cached calls, cut-off replies, tokens and wall time of one
-    sample's judge sessions.
+    """Calls, HTTP attempts, cached calls, cut-off and over-long replies, tokens and wall time
+    of one sample's judge sessions.
 
     ``calls`` counts the replies received; ``http_attempts`` the HTTP requests sent for them,
     retries and failed ones included (0 for in-process models, and for answers from the
     cache); ``cut_off_replies`` the replies that arrived unfinished (finish reason ``length``
-    or ``content_filter``) or longer than ``max_reply_chars``, none of which is ever used.
+    or ``content_filter``), ``overlong_replies`` those longer than ``max_reply_chars``; none
+    of them is ever used.
     """
     sessions = list(sessions)
     return {
         "calls": sum(s.calls for s in sessions),
         "http_attempts": sum(s.http_attempts for s in sessions),
         "cut_off_replies": sum(s.cut_off_replies for s in sessions),
+        "overlong_replies": sum(s.overlong_replies for s in sessions),
         "cached_calls": sum(1 for e in trace.model_calls() if e.cached),
         "prompt_tokens": sum(s.usage.prompt_tokens for s in sessions),
         "completion_tokens": sum(s.usage.completion_tokens for s in sessions),

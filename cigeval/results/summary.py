@@ -80,6 +80,8 @@ class RunSummary:
     http_attempts: int | None = None
     #: Replies cut off (token limit, content filter), from ``usage``'s ``cut_off_replies``.
     cut_off_replies: int = 0
+    #: Replies longer than ``--max-reply-chars``, from ``usage``'s ``overlong_replies``.
+    overlong_replies: int = 0
     #: What the Batch API path did (``--batch``), or None.
     batch: BatchStats | None = None
     #: The field the mean scores are grouped by (:func:`~cigeval.results.record.group_of`);
@@ -98,6 +100,7 @@ class RunSummary:
         if "http_attempts" in score.usage:
             self.http_attempts = (self.http_attempts or 0) + score.usage["http_attempts"]
         self.cut_off_replies += score.usage.get("cut_off_replies", 0)
+        self.overlong_replies += score.usage.get("overlong_replies", 0)
         degraded = len(score.degraded_questions)
         if degraded:
             self.degraded_samples += 1
@@ -170,6 +173,7 @@ class RunSummary:
             "cached_calls": self.cached_calls,
             "http_attempts": self.http_attempts,
             "cut_off_replies": self.cut_off_replies,
+            "overlong_replies": self.overlong_replies,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cost_usd": round(self.cost_usd - self.batch_saving_usd, 4) if self.prices else None,
@@ -223,6 +227,11 @@ class RunSummary:
             lines.append(
                 f"cut-off replies: {self.cut_off_replies} (stopped at the token limit or by "
                 "a content filter)"
+            )
+        if self.overlong_replies:
+            lines.append(
+                f"over-long replies: {self.overlong_replies} (longer than --max-reply-chars; "
+                "cut there and asked again)"
             )
         if self.judgments_per_sample > 1:
             lines.append(
