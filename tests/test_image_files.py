@@ -37,7 +37,9 @@ def test_records_locate_every_image_the_judge_saw(tmp_path: Path, method: str) -
             for message in event["messages"]
             for image in message["images"]
         }
-        assert sent and sent == set(record["image_files"]), record["id"]
+        not_shown = set(record.get("images_not_shown", {}).values())
+        assert not_shown.isdisjoint(sent), record["id"]
+        assert sent and sent == set(record["image_files"]) - not_shown, record["id"]
         for sha, location in record["image_files"].items():
             assert hashlib.sha256(Path(location).read_bytes()).hexdigest() == sha
         for role, sha in record["input_images"].items():
@@ -55,6 +57,9 @@ def test_records_locate_every_image_the_judge_saw(tmp_path: Path, method: str) -
         assert source == tmp_path / "source.png"
     # Difference runs in mask-guided editing under both methods; its images are in the store
     mie = by_id["mie"]
+    # the edit mask is located for the report's card, and named as never shown to the judge
+    assert set(mie["images_not_shown"]) == {"mask"}
+    assert mie["images_not_shown"]["mask"] in mie["image_files"]
     highlighted = [s["tool_image_ids"] for s in mie["sub_scores"] if s["tool"] == "Difference"]
     assert highlighted and all(set(ids) == {"source", "output"} for ids in highlighted)
     for ids in highlighted:
