@@ -193,3 +193,27 @@ def test_the_inspect_scorer_refuses_a_fifo_image_at_once(
         server.stop()
     assert EXPECTED["fifo"] in (judged.explanation or "")
     assert good.value == pytest.approx(0.7)
+
+
+def test_a_fifo_as_a_cache_a_tasks_file_or_a_samples_file_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    from cigeval.backends.cache import ResponseCache
+    from cigeval.errors import ConfigError
+    from cigeval.sample import iter_samples_file
+    from cigeval.tasks.files import load_tasks_file
+
+    (tmp_path / "cache").mkdir()
+    fifos = [tmp_path / "cache" / "cache.sqlite3", tmp_path / "tasks.json", tmp_path / "s.jsonl"]
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    with contextlib.ExitStack() as guards:
+        for fifo in fifos:
+            guards.enter_context(fifo_released_after(fifo, 20))
+        started = time.monotonic()
+        assert ResponseCache(tmp_path / "cache").lookup("a key") is None  # a miss
+        with pytest.raises(ConfigError, match="not a regular file"):
+            load_tasks_file(fifos[1])
+        with pytest.raises(OSError, match="not a regular file"):
+            list(iter_samples_file(fifos[2]))
+        assert time.monotonic() - started < 10
