@@ -354,9 +354,9 @@ def test_a_run_hashes_each_image_file_once_the_loaders_hash_goes_on_record(
     hashed_again: list[Path] = []
     real_sha256 = sample_files.known_file_sha256
 
-    def counting(file: Path) -> str:
+    def counting(file: Path, *limit: Any) -> str:
         hashed_again.append(file)
-        return real_sha256(file)
+        return real_sha256(file, *limit)
 
     monkeypatch.setattr(sample_files, "known_file_sha256", counting)
     evaluator = Evaluator(ScriptedBackend(rule_judge()), run_config=RunConfig(preflight=False))
