@@ -251,7 +251,10 @@ def test_bad_mappings_and_sources_are_exit_2_naming_the_fix(
         (["--dataset", str(folder), "--columns", "task=task,output=x"], "no column 'x'"),
         (["--dataset", str(folder), "--columns", "output=output"], "no task for the dataset"),
         (["--dataset", str(folder)], "--dataset needs --columns"),
-        ([str(jsonl), "--dataset", str(folder), "--columns", COLUMNS], "not both"),
+        (
+            [str(jsonl), "--dataset", str(folder), "--columns", COLUMNS],
+            "not a samples JSONL file and --dataset",
+        ),
         ([str(jsonl), "--split", "test"], "--split apply to --dataset only"),
         (["--dataset", str(tmp_path / "nowhere"), "--columns", COLUMNS], "cannot load"),
     ]
