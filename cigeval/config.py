@@ -127,8 +127,19 @@ class EvalConfig(BaseModel):
     max_parse_retries: int = Field(
         2,
         ge=0,
-        description="re-asks of the same model after an unusable reply",
+        description="under `reply_parsing` strict: re-asks of the same model after an unusable "
+        "reply",
         json_schema_extra=_flag("--max-parse-retries"),
+    )
+    reply_parsing: Literal["official", "strict"] = Field(
+        "official",
+        description="how the cigeval rubric reads the planner's and the judge's replies: "
+        "official (as the official code, quirks included: a score read from its digits, plans "
+        "by position, an unreadable reply sent to a repair request, a failed sample tried "
+        "three times; docs/official-code.md) or strict (cigeval's reading: the score as "
+        "written, plans by task_id, the same model asked again after an unusable reply; "
+        "always with `max_rounds` above 1)",
+        json_schema_extra=_flag("--reply-parsing", by_method=True),
     )
     tools: tuple[str, ...] | None = Field(
         None,
@@ -224,6 +235,14 @@ class EvalConfig(BaseModel):
         "original (RGB PNG and JPEG files byte for byte, other images as `image_format`)",
         json_schema_extra=_flag("--image-encoding", by_method=True),
     )
+    image_conversion: Literal["official", "rescale"] = Field(
+        "official",
+        description="how an image that is not 8-bit RGB becomes RGB, for the judge and the "
+        "tools: official (Pillow's plain conversion, as the official code: 16-bit values "
+        "above 255 turn white, transparency is dropped) or rescale (high bit depths "
+        "stretched to 0-255, transparency composited on white)",
+        json_schema_extra=_flag("--image-conversion", by_method=True),
+    )
     image_format: Literal["PNG", "JPEG"] = Field(
         "PNG",
         description="under `image_encoding` original: encoding of images that cannot be sent "
@@ -232,7 +251,9 @@ class EvalConfig(BaseModel):
     )
     prompt_dir: str | None = Field(
         None,
-        description="folder of .j2 templates replacing built-in ones of the same name",
+        description="folder of templates replacing the built-in ones of the same name; under "
+        "`request_layout` official it must hold every paper template (as the command "
+        "cigeval official-prompts writes them)",
         json_schema_extra=_flag("--prompt-dir", metavar="DIR"),
     )
     rubric_options: dict[str, Any] = Field(
@@ -274,6 +295,14 @@ class EvalConfig(BaseModel):
             return handler(data)
         filled, chosen_presets = with_method_settings(data)
         config = handler(filled)
+        if config.max_rounds > 1 and config.reply_parsing == "official":
+            if "reply_parsing" in data:
+                raise ValueError(
+                    "reply_parsing official reads replies as the official code, which asks "
+                    "each sub-question once: with max_rounds above 1 use reply_parsing strict"
+                )
+            # cigeval's rounds are read the strict way; the method's choice gives way
+            object.__setattr__(config, "reply_parsing", "strict")
         # Only what the caller gave counts as set: the method's choices are not "explicit".
         object.__setattr__(config, "__pydantic_fields_set__", set(data) & set(cls.model_fields))
         for name in chosen_presets:

@@ -52,9 +52,15 @@ def load_image(
     max_pixels: int = MAX_PIXELS,
     max_bytes: int = MAX_FILE_BYTES,
     mask: bool = False,
+    conversion: ImageConversion = "rescale",
 ) -> LoadedImage:
     """Read ``image`` as a :class:`LoadedImage` (8-bit RGB pixels), or raise
     :class:`InputError` naming the problem.
+
+    ``conversion``: how an image that is not 8-bit RGB becomes so (:data:`CONVERSIONS`):
+    ``rescale`` (high bit depths stretched to 0-255, transparency on white) or ``official``
+    (Pillow's plain conversion, as the official code: 16-bit values above 255 become white,
+    transparency is dropped).
 
     ``image`` is a path, a PIL image, or the bytes of an image file (as a Hugging Face
     dataset stores them). Handles EXIF rotation, palette, alpha (composited on white), 16-bit
@@ -64,7 +70,7 @@ def load_image(
     pixels). An RGB PNG or JPEG file, or such bytes, keeps its bytes to be sent unchanged.
     ``mask=True`` reads an edit mask instead: see :func:`mask_to_rgb` for its alpha channel.
     """
-    convert = mask_to_rgb if mask else to_rgb
+    convert = mask_to_rgb if mask else CONVERSIONS[conversion]
     if isinstance(image, Image.Image):
         rgb = _check_size(convert(image), role, sample_id, max_pixels)
         return LoadedImage(role, sample_id, *rgb.size, where=f"({role} given as pixels)",
@@ -344,6 +350,21 @@ def to_rgb(image: Image.Image) -> Image.Image:
         background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(background, rgba).convert("RGB")
     return image.convert("RGB")
+
+
+def official_rgb(image: Image.Image) -> Image.Image:
+    """Any PIL mode to 8-bit RGB as the official code converts it (``convert("RGB")``):
+    16-bit and float values are clipped at 255 (a 16-bit photo turns almost white), alpha
+    is dropped (transparent pixels show the colour they hold)."""
+    return image if image.mode == "RGB" else image.convert("RGB")
+
+
+#: How an image that is not 8-bit RGB is converted (``EvalConfig.image_conversion``).
+ImageConversion = Literal["official", "rescale"]
+CONVERSIONS: dict[str, Callable[[Image.Image], Image.Image]] = {
+    "official": official_rgb,
+    "rescale": to_rgb,
+}
 
 
 def mask_to_rgb(image: Image.Image) -> Image.Image:

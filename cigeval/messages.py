@@ -35,6 +35,9 @@ class Message:
 
     role: Role
     parts: tuple[Part, ...]
+    #: Sent as a list of parts even when it holds one text part (the official client sends
+    #: its text-only repair request so); the same message to every other end.
+    listed: bool = False
 
     @classmethod
     def text(cls, role: Role, text: str) -> Message:
@@ -117,6 +120,11 @@ class ModelRequest:
     #: key when not 0): the official code asks some questions twice and samples anew each
     #: time, so the second asking must not be answered with the first one's reply.
     ordinal: int = 0
+    #: The sample whose own question this is (part of the cache key when set): a tool's model
+    #: call (a scene graph), and any call sampled at the provider's default or a positive
+    #: temperature, of one sample is never answered with another sample's reply, as the
+    #: official code asks each sample anew; a re-run of the same sample replays it.
+    scope: str | None = None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from cigeval._regular_file import open_regular
 from cigeval._unicode import safe_strings, safe_text
 from cigeval.errors import ConfigError, InputError
-from cigeval.images import MAX_FILE_BYTES, LoadedImage, load_image
+from cigeval.images import MAX_FILE_BYTES, ImageConversion, LoadedImage, load_image
 from cigeval.tasks.registry import TASKS, get_task
 from cigeval.tasks.spec import side_by_side_subjects
 
@@ -377,13 +377,37 @@ def sample_line(value: Any, line_number: int, base_dir: Path | None) -> SampleLi
 
 
 def split_side_by_side(image: Image.Image) -> tuple[Image.Image, Image.Image]:
-    """The left and right halves of ``image``, cut at ``width // 2``."""
-    middle = image.width // 2
+    """The left and right halves of ``image``, cut where the official code cuts it: at
+    half the width, rounded half to even (Pillow rounds the official ``w * 0.5`` box so; a
+    width of 103 is cut at 52)."""
+    middle = round(image.width * 0.5)
     if middle == 0:
         raise ValueError(f"an image {image.width} pixel(s) wide has no two halves")
     left = image.crop((0, 0, middle, image.height))
     right = image.crop((middle, 0, image.width, image.height))
     return left, right
+
+
+def join_side_by_side(images: Sequence[Image.Image]) -> Image.Image:
+    """RGB images joined left to right the way ImagenHub joins a multi-concept sample's
+    references (the official code's ``util.merge_images``): each scaled (bicubic) to the
+    images' average height, widths in proportion (truncated), with a 10-pixel band between
+    two (1 black, 8 white, 1 black). The paper layout's planner is shown two concept images
+    so, as its prompt describes them: one image joining two."""
+    height = sum(image.height for image in images) // len(images)
+    scaled = [
+        image.resize((int(image.width * height / image.height), height), Image.Resampling.BICUBIC)
+        for image in images
+    ]
+    joined = Image.new("RGB", (sum(i.width for i in scaled) + 10 * (len(scaled) - 1), height))
+    left = 0
+    for index, image in enumerate(scaled):
+        if index:
+            joined.paste((255, 255, 255), (left + 1, 0, left + 9, height))
+            left += 10  # the band's outer columns stay black
+        joined.paste(image, (left, 0))
+        left += image.width
+    return joined
 
 
 def candidate_role(label: str) -> str:
@@ -405,15 +429,16 @@ def image_inputs(sample: Sample) -> Iterator[tuple[str, Any]]:
 
 
 def load_sample_images(
-    sample: Sample, *, max_bytes: int = MAX_FILE_BYTES
+    sample: Sample, conversion: ImageConversion = "rescale", *, max_bytes: int = MAX_FILE_BYTES
 ) -> dict[str, LoadedImage]:
     """Load every image of ``sample`` by role (``subjects`` become ``subject_1``/``subject_2``,
     ``outputs`` become ``output_1``..., candidates ``candidate:<label>``). A side-by-side
     ``subject`` image of a multi-concept sample is split at the middle: its left half is
     ``subject_1``, its right half ``subject_2`` (it stays available whole as ``subject``). A
     ``mask`` with transparency is read by its alpha channel (:func:`cigeval.images.mask_to_rgb`).
-    Pixels are decoded when first needed (:class:`~cigeval.images.LoadedImage`). Raises
-    InputError naming the image (a file that is no regular file, or holds more than
+    Pixels are decoded when first needed (:class:`~cigeval.images.LoadedImage`); an image
+    that is not 8-bit RGB is converted as ``conversion`` says (:func:`cigeval.images.load_image`).
+    Raises InputError naming the image (a file that is no regular file, or holds more than
     ``max_bytes`` bytes, is refused before it is read).
     """
     loaded: dict[str, LoadedImage] = {}
@@ -426,6 +451,7 @@ def load_sample_images(
             base_dir=sample.base_dir,
             mask=role == "mask",
             max_bytes=max_bytes,
+            conversion=conversion,
         )
 
     for role, value in sample.images.provided().items():

@@ -99,6 +99,8 @@ class JudgeSession:
 
     ``max_tokens_cap``: the largest token budget a re-ask after a cut reply may use (default:
     four times ``settings.max_tokens``; equal to it: never re-ask with a larger budget).
+    ``sample_id``: the sample asking; its requests sampled at the provider's default or a
+    positive temperature are its own (:attr:`ModelRequest.scope`), and a tool's are always.
     ``max_reply_chars``: the longest reply used and recorded.
 
     Counts, for the sample's usage: :attr:`calls` (replies received), :attr:`http_attempts`
@@ -119,6 +121,7 @@ class JudgeSession:
         *,
         max_tokens_cap: int | None = None,
         max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS,
+        sample_id: str | None = None,
     ) -> None:
         if max_reply_chars < 1:
             raise ValueError(f"max_reply_chars must be at least 1, got {max_reply_chars}")
@@ -139,6 +142,10 @@ class JudgeSession:
         #: Identical requests sent so far in this sample, by content (see ModelRequest.ordinal).
         self._asked: dict[str, int] = {}
         self.max_reply_chars = max_reply_chars
+        #: The sample asking: a request sampled at the provider's default or a positive
+        #: temperature is its own (:attr:`ModelRequest.scope`), never answered with another
+        #: sample's reply to the same request (the official code asks each sample anew).
+        self.sample_id = sample_id
         #: The templates the prompts come from (part of each request's cache key).
         self.prompts_sha256 = prompts_sha256 or templates_sha256(prompt_dir)
         self.usage = Usage()
@@ -157,13 +164,27 @@ class JudgeSession:
         question_id: str | None = None,
         attempt: int = 1,
         round: int = 1,
+        *,
+        scope: str | None = None,
+        retries: int | None = None,
     ) -> str:
         """Send ``messages`` and return the reply text (every call recorded in the trace).
 
         Any text is accepted, but never an unfinished or over-long reply: those are asked
         again as :meth:`ask` does, and raise :class:`ParseError` when no usable one comes.
+        ``scope``: the sample the request belongs to (:attr:`ModelRequest.scope`);
+        ``retries``: re-asks after an over-long reply (default ``max_parse_retries``).
         """
-        return await self.ask(purpose, messages, _any_text, question_id, round, attempt)
+        return await self.ask(
+            purpose,
+            messages,
+            _any_text,
+            question_id,
+            round,
+            attempt,
+            scope=scope,
+            retries=retries,
+        )
 
     async def ask(
         self,
@@ -173,6 +194,9 @@ class JudgeSession:
         question_id: str | None = None,
         round: int = 1,
         first_attempt: int = 1,
+        *,
+        scope: str | None = None,
+        retries: int | None = None,
     ) -> T:
         """Send, parse, re-ask while the reply is unusable; raise ParseError when the re-asks
         (or the token budget) run out.
@@ -190,7 +214,7 @@ class JudgeSession:
         while True:
             attempt += 1
             answer = await self._send(
-                purpose, conversation, settings, question_id, attempt, round, ordinal
+                purpose, conversation, settings, question_id, attempt, round, ordinal, scope
             )
             replies.append(answer.text)
             if answer.unfinished:
@@ -216,7 +240,7 @@ class JudgeSession:
                 self._forget(answer.request)  # an unusable reply is never an answer to replay
                 problem = _clip(str(exc), PROBLEM_CHARS)
                 self._note(purpose, problem, question_id, answer.text)
-                if reasks >= self.max_parse_retries:
+                if reasks >= (self.max_parse_retries if retries is None else retries):
                     last = exc.reply if exc.reply is not None else answer.text
                     raise ParseError(_none_usable(purpose, replies, problem), reply=last) from None
                 reasks += 1
@@ -239,8 +263,11 @@ class JudgeSession:
         attempt: int,
         round: int,
         ordinal: int = 0,
+        scope: str | None = None,
     ) -> _Reply:
-        request = ModelRequest(tuple(messages), settings, self.prompts_sha256, ordinal)
+        if scope is None and (settings.temperature is None or settings.temperature > 0):
+            scope = self.sample_id
+        request = ModelRequest(tuple(messages), settings, self.prompts_sha256, ordinal, scope)
         # told to the call's observers: the record's HTTP attempts, the run's progress bar
         with counting_http_attempts() as counter, observed_call() as received:
             try:

@@ -135,6 +135,21 @@ def plan_task_ids(text: str) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def planner_name(tool: str | None, text: str) -> str | None:
+    """The name a planner answers with for cigeval's ``tool``: the official name (Highlight,
+    SceneGraph, MaskFocus) where the planner request lists the tools so, as a model reading
+    the paper layout's prompt would; else cigeval's name."""
+    from cigeval.registry import normalize_name
+    from cigeval.tools.registry import OFFICIAL_TOOL_NAMES
+
+    if tool is None:
+        return None
+    for official, ours in OFFICIAL_TOOL_NAMES.items():
+        if normalize_name(ours) == normalize_name(tool) and f"**{official}**" in text:
+            return official
+    return tool
+
+
 def judge_views(requests: list[ModelRequest], questions: Any) -> dict[str, JudgeView]:
     """The judge request of each sub-question (by template and first image role)."""
     views: dict[str, JudgeView] = {}

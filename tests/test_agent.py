@@ -86,7 +86,8 @@ def test_plan_is_matched_by_task_id_not_position(seven):
         calls.append(text)
         return plan if "### Task" in text else '{"score": 6, "reasoning": "ok"}'
 
-    ev, _ = make_evaluator(reply, tool_use="any")  # Difference runs in every task
+    # the strict reading (the official one reads plans by position: test_official_replies.py)
+    ev, _ = make_evaluator(reply, tool_use="any", reply_parsing="strict")
     score = ev.evaluate(seven["text_guided_ie"])
     tools = {s.question_id: s.tool for s in score.sub_scores}
     assert tools == {"edit_success": None, "over_editing": "Difference"}
@@ -128,7 +129,7 @@ def test_invalid_reply_is_reasked_with_the_error_then_parsed(seven):
         '{"score": 12, "reasoning": "great"}',
         'Sure: ```json\n{"score": "8/10", "reasoning": "fine"}\n```',
     ]
-    ev, backend = make_evaluator(script, tools=())
+    ev, backend = make_evaluator(script, tools=(), reply_parsing="strict")
     score = ev.evaluate(seven["text_guided_ig"])
     assert score.status == "ok" and score.value == pytest.approx(0.8)
     assert len(backend.requests) == 3
@@ -140,7 +141,9 @@ def test_invalid_reply_is_reasked_with_the_error_then_parsed(seven):
 
 
 def test_parse_error_after_retries_is_an_error_record_not_a_number(seven):
-    ev, backend = make_evaluator(["no idea"] * 3, tools=(), max_parse_retries=2)
+    ev, backend = make_evaluator(
+        ["no idea"] * 3, tools=(), max_parse_retries=2, reply_parsing="strict"
+    )
     score = ev.evaluate(seven["text_guided_ig"])
     assert score.status == "error" and score.value is None
     assert "ParseError" in (score.error or "")

@@ -1,5 +1,8 @@
 """The planner tolerates real models: official tool names, re-asks, then judging without a
-tool when a plan entry or a tool cannot be used; never a failed sample for that."""
+tool when a plan entry or a tool cannot be used; never a failed sample for that.
+
+This is the strict reading (``reply_parsing="strict"``, the extended method's); the official
+reading, the paper method's default, is tested in tests/test_official_replies.py."""
 
 from __future__ import annotations
 
@@ -49,6 +52,7 @@ def _entry(task_id: str, tool: str) -> dict[str, str]:
 
 
 def _run(sample: Sample, script: Any, **config: Any) -> tuple[Any, ScriptedBackend]:
+    config.setdefault("reply_parsing", "strict")
     backend = ScriptedBackend(script)
     return Evaluator(backend, run_config=NO_CACHE, **config).evaluate(sample), backend
 

@@ -165,7 +165,8 @@ def test_fallbacks_through_the_cli(env: Path) -> None:
         assert evaluate_cli(server, samples, env / "unknown.jsonl") == 0
     (unknown,) = read_records(env / "unknown.jsonl")
     assert unknown["status"] == "ok" and unknown["score"] == pytest.approx(0.7)
-    assert "unknown tool 'Telescope'" in unknown["sub_scores"][0]["note"]
+    assert "the judge chose 'Telescope'" in unknown["sub_scores"][0]["note"]
+    assert unknown["sub_scores"][0]["degraded"]
     assert any(e["type"] == "error" and e["stage"] == "fallback" for e in unknown["trace"])
     with TOOLS.scoped():
         TOOLS.register("Boom", Boom())  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ def test_a_local_model_runs_the_agent_and_gibberish_is_an_error(tmp_path: Path):
         tools=(),
         max_tokens=12,
         max_parse_retries=1,
+        reply_parsing="strict",  # re-asked in the conversation, each failure a ParseError
     )
     score = evaluator.evaluate(sample)
     calls = score.trace.model_calls()

@@ -27,7 +27,14 @@ from cigeval.tasks import TASK_IDS
 from cigeval.testing import request_text, rule_judge
 from cigeval.tools import GroundingTool
 from cigeval.tools.registry import TOOLS
-from tests.judge_view import RecordingDetector, fidelity_samples, fill, judge_view, plan_task_ids
+from tests.judge_view import (
+    RecordingDetector,
+    fidelity_samples,
+    fill,
+    judge_view,
+    plan_task_ids,
+    planner_name,
+)
 from tests.tools.test_official_difference import reference_box, reference_highlight
 
 # no preflight: the scripted judges never ask for Grounding, whose weights are not here
@@ -156,9 +163,10 @@ def choose(tool: str | None) -> Any:
         text = request_text(request)
         if "### Task" in text:
             ids = plan_task_ids(text)
+            named = planner_name(tool, text)
             entries = [
                 {"task_id": i, "reasoning": "-", "used": "yes" if tool else "no",
-                 "tool": tool or "None", "query": "thing"}
+                 "tool": named or "None", "query": "thing"}
                 for i in ids
             ]  # fmt: skip
             return json.dumps(entries)
@@ -289,10 +297,10 @@ def test_text_guided_editing_does_not_run_the_planners_difference(samples) -> No
     score, _, _ = run(folder, "text_guided_ie", by_task["text_guided_ie"], "Difference")
     for sub in score.sub_scores:
         assert sub.tool is None and sub.degraded
+        # the tool as the judge named it, and the option in Python's words
         assert sub.note == (
-            "judged without a tool: the paper's method runs Difference only in "
-            "mask_guided_ie, not in text_guided_ie (--tool-use official; --tool-use any runs "
-            "it)"
+            "judged without a tool: the judge chose MaskFocus (Difference), which the paper's "
+            "method runs only in mask_guided_ie, not in text_guided_ie (tool_use='any' runs it)"
         )
         assert [(s.tool, s.error is not None) for s in sub.tool_steps] == [("Difference", True)]
     fallbacks = [e for e in score.trace.events if e.type == "error" and e.stage == "fallback"]
@@ -410,7 +418,7 @@ def test_both_concepts_take_the_official_planners_one_choice(samples) -> None:
         if "### Task" in text:
             asked.append(text)
             ids = plan_task_ids(text)
-            first = {"task_id": "1", "used": "yes", "tool": "Scene Graph"}
+            first = {"task_id": "1", "used": "yes", "tool": planner_name("Scene Graph", text)}
             rest = [{"task_id": i, "used": "no", "tool": "None"} for i in ids[1:]]
             return json.dumps([first, *rest])
         return rule_judge(default_score=6)(request)

@@ -81,7 +81,7 @@ def test_without_it_the_judge_writes_the_graphs(tmp_path: Path) -> None:
     def judge(request: ModelRequest) -> str:
         text = request_text(request)
         if "### Task" in text:
-            return json.dumps([{"task_id": "1", "used": "yes", "tool": "Scene Graph"}])
+            return json.dumps([{"task_id": "1", "used": "yes", "tool": "SceneGraph"}])
         return rule_judge()(request)
 
     backend = ScriptedBackend(judge)

@@ -34,6 +34,7 @@ from tests.judge_view import (
     jpeg75,
     judge_views,
     plan_task_ids,
+    planner_name,
     ticked,
 )
 
@@ -212,8 +213,9 @@ def _choose(tool: str) -> Any:
         text = request_text(request)
         if "### Task" in text:
             ids = plan_task_ids(text)
+            named = planner_name(tool, text)
             return json.dumps(
-                [{"task_id": i, "reasoning": "-", "used": "yes", "tool": tool} for i in ids]
+                [{"task_id": i, "reasoning": "-", "used": "yes", "tool": named} for i in ids]
             )
         return rule_judge(default_score=6)(request)
 
@@ -234,7 +236,8 @@ def test_tools_run_under_the_paper_method_match_the_doc(samples, task: str) -> N
             assert (sub.tool == tool) is runs, (tool, sub.question_id)
             assert sub.degraded is not runs, (tool, sub.question_id)
             if not runs:
-                assert "runs Difference only in mask_guided_ie" in (sub.note or "")
+                assert "chose MaskFocus (Difference)" in (sub.note or "")
+                assert "runs only in mask_guided_ie" in (sub.note or "")
 
 
 @pytest.mark.parametrize("method", METHODS)

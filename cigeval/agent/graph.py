@@ -43,7 +43,7 @@ from cigeval.errors import CigevalError, ConfigError, MissingDependency, ParseEr
 from cigeval.messages import Message
 from cigeval.sample_run import SampleRun
 from cigeval.score import Evidence, SubScore, ToolStep
-from cigeval.tasks import TaskSpec
+from cigeval.tasks import SubQuestion, TaskSpec
 from cigeval.tools import Box, Tool, ToolContext, ToolResult, get_tool
 from cigeval.trace import ActionEvent, ErrorEvent, JudgementEvent, ObservationEvent, ThoughtEvent
 
@@ -158,7 +158,7 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
     if item.tool is None:
         return {"result": None, "failure": None}
     step = ToolStep(round=round_number, tool=item.tool, query=item.query, thought=item.reasoning)
-    refused = why_not_run(item.tool, ctx.spec.id, run.config)
+    refused = why_not_run(item.tool, ctx.spec.id, run.config, item.chosen)
     if refused is not None:
         note = f"judged without a tool: {refused}"
         run.trace.add(ErrorEvent(stage=FALLBACK, message=note, question_id=question.id))
@@ -169,12 +169,17 @@ async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict
             "notes": [*state["notes"], note],
         }
 
+    # A tool's model calls (scene graphs) are this sample's own: never another's reply.
+    scope = run.sample.id
+
     async def call_model(purpose: str, messages: list[Message]) -> str:
-        return await run.judge.call(purpose, messages, question.id, round=round_number)
+        return await run.judge.call(purpose, messages, question.id, round=round_number, scope=scope)
 
     async def call_scene_graph_model(purpose: str, messages: list[Message]) -> str:
         assert run.scene_graph is not None
-        return await run.scene_graph.call(purpose, messages, question.id, round=round_number)
+        return await run.scene_graph.call(
+            purpose, messages, question.id, round=round_number, scope=scope
+        )
 
     tool_ctx = ToolContext(
         sample=run.sample,
@@ -312,18 +317,34 @@ async def judge_node(state: QuestionState, runtime: Runtime[AgentContext]) -> di
     run.trace.add(
         JudgementEvent(score=reply.score, reasoning=reply.reasoning, question_id=question.id)
     )
+    sub = finished_sub_score(question, state, reply.score, reply.reasoning, notes)
+    return {"sub_scores": [sub], "round": round_number}
+
+
+def finished_sub_score(
+    question: SubQuestion,
+    state: QuestionState,
+    score: float,
+    reasoning: str,
+    notes: list[str],
+    reading_note: str | None = None,
+) -> SubScore:
+    """The sub-score of a judged question: its score and reasoning, the tools its loop ran
+    (``state``), the notes on why it went without one (which mark it degraded), and how the
+    official reply reading changed the score (``reading_note``, which does not)."""
     steps = state["steps"]
     last = next((s for s in reversed(steps) if s.error is None), None)
+    said = [*notes, reading_note] if reading_note else notes
     sub = SubScore(
         question_id=question.id,
         question=question.question,
-        score=reply.score,
-        reasoning=reply.reasoning,
+        score=score,
+        reasoning=reasoning,
         tool=last.tool if last is not None else None,
         tool_query=last.query if last is not None else None,
         tool_output=last.output if last is not None else None,
         tool_steps=steps,
-        note="; ".join(notes) or None,
+        note="; ".join(said) or None,
         # every note says the sub-question went without a tool the plan or the judge chose
         degraded=bool(notes),
         evidence=list(state.get("evidence", [])),
@@ -333,7 +354,7 @@ async def judge_node(state: QuestionState, runtime: Runtime[AgentContext]) -> di
         sub.tool_image_ids = dict(last.image_ids)
         sub._tool_images.update(shown.images)
         sub._tool_images.update({view.key: view.image for view in shown.views})
-    return {"sub_scores": [sub], "round": round_number}
+    return sub
 
 
 async def answer_question(state: QuestionState, runtime: Runtime[AgentContext]) -> list[SubScore]:

@@ -20,11 +20,15 @@ from cigeval.prompts import paper_templates as paper_names
 from cigeval.prompts import render
 from cigeval.prompts.exact import exact_path, fill, read_exact
 from cigeval.registry import normalize_name
+from cigeval.sample import join_side_by_side
 from cigeval.tasks.spec import field_text
 from cigeval.tools.registry import OFFICIAL_TOOL_NAMES
 
 if TYPE_CHECKING:
+    from PIL import Image
+
     from cigeval.config import EvalConfig
+    from cigeval.images import LoadedImage
     from cigeval.sample import Sample
     from cigeval.sample_run import SampleRun
     from cigeval.tasks import SubQuestion, TaskSpec
@@ -200,5 +204,22 @@ def plan_messages(
     # The tools first: the task's text is the sample's, and is never filled in itself.
     filled = [("tools", lines), ("tool_choices", choices), ("task", task)]
     parts: list[TextPart | ImagePart] = [TextPart(fill(PLANNER, filled, prompt_dir))]
-    parts += [ImagePart(run.encode(run.loaded[role]), role) for role in roles]
+    parts += [ImagePart(run.encode(image), role) for role, image in _planner_images(run, roles)]
     return [Message("user", tuple(parts))]
+
+
+def _planner_images(
+    run: SampleRun, roles: list[str]
+) -> list[tuple[str, LoadedImage | Image.Image]]:
+    """The planner's images: ``roles``' images, except two concept reference images, which
+    are shown joined into one in their place, as ImagenHub gives them and as the prompt
+    describes them (:func:`cigeval.sample.join_side_by_side`)."""
+    concepts = ("subject_1", "subject_2")
+    images: list[tuple[str, LoadedImage | Image.Image]] = [(r, run.loaded[r]) for r in roles]
+    if "subject" in roles or not all(role in roles for role in concepts):
+        return images
+    joined = join_side_by_side([run.loaded[role].pixels() for role in concepts])
+    at = roles.index(concepts[0])
+    images = [(role, image) for role, image in images if role not in concepts]
+    images.insert(at, ("subject", joined))
+    return images

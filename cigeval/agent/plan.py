@@ -39,6 +39,8 @@ class PlanItem:
     reasoning: str = ""
     #: Why the question has no tool although the plan meant one (unknown tool, no entry).
     note: str | None = None
+    #: The tool as the planner named it (``MaskFocus`` for Difference), where it differs.
+    chosen: str | None = None
 
 
 def task_ids(questions: tuple[SubQuestion, ...], *, shared: bool = False) -> dict[str, SubQuestion]:

@@ -39,7 +39,16 @@ class CigevalRubric:
         """Plan, act and judge each sub-question; the score is their aggregate / 10."""
         from cigeval.agent.graph import AgentContext, run_agent  # langgraph loads here
 
-        sub_scores = await run_agent(AgentContext(run, run.task, self.offered_tools(run)))
+        ctx = AgentContext(run, run.task, self.offered_tools(run))
+        if run.config.reply_parsing == "official":
+            from cigeval.agent.official_flow import OfficialDrop, run_official
+
+            try:
+                sub_scores = await run_official(ctx)
+            except OfficialDrop as exc:
+                return Verdict.failure(str(exc))
+        else:
+            sub_scores = await run_agent(ctx)
         failed = [s for s in sub_scores if s.score is None]
         if failed:
             return Verdict.failure(

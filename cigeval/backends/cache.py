@@ -86,7 +86,8 @@ def cache_key(identity: str, request: ModelRequest, endpoint: str | None = None)
     It covers what can change the answer: the backend identity, the server set answering
     (``endpoint``: two checkpoints served under one name are two models), the prompt
     templates (``request.prompts_sha256``), the generation settings and the messages, images
-    included by their sha256 and label. Timeouts, retries and API keys are left out on
+    included by their sha256 and label, and the sample a tool's call belongs to
+    (``request.scope``). Timeouts, retries and API keys are left out on
     purpose: they never change what the model says. Replicas listed in one spec share an
     endpoint, so they share entries.
     """
@@ -112,6 +113,8 @@ def cache_key(identity: str, request: ModelRequest, endpoint: str | None = None)
     }
     if request.ordinal:
         payload["ordinal"] = request.ordinal
+    if request.scope is not None:
+        payload["scope"] = request.scope
     # ASCII escapes: a lone surrogate in a message must not make the key unencodable.
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()

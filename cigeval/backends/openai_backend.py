@@ -451,7 +451,7 @@ def to_openai_message(
             raise BackendError("assistant messages cannot carry images in the OpenAI chat API")
         return {"role": "assistant", "content": message.text_content()}
     parts = message.parts
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
+    if len(parts) == 1 and isinstance(parts[0], TextPart) and not message.listed:
         return {"role": message.role, "content": parts[0].text}
     content: list[dict[str, Any]] = []
     for part in parts:

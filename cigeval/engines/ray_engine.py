@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cigeval._caller import command_line
+from cigeval._caller import command_line, from_command_line
 from cigeval.config import EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.engines._rows import decode_record, decode_row, encode_score
 from cigeval.engines.settings import EngineConfig
@@ -159,6 +159,13 @@ class WorkerSpec:
     tasks: list[Any] = field(default_factory=list)
     setup: Callable[[], None] | None = None
     secrets: Secrets = field(default_factory=Secrets)
+    #: Whether the driver runs a ``cigeval`` command: the worker's notes, warnings and advice
+    #: then name flags, as the local engine's do.
+    from_command_line: bool = False
+
+    def words(self) -> contextlib.AbstractContextManager[None]:
+        """The driver's caller's words (:mod:`cigeval._caller`), for a block of this worker."""
+        return command_line() if self.from_command_line else contextlib.nullcontext()
 
     def build(self) -> Evaluator:
         """Set the driver's credentials in this worker's environment, register the driver's
@@ -167,7 +174,8 @@ class WorkerSpec:
         _register_tasks(self.tasks)
         if self.setup is not None:
             self.setup()
-        return Evaluator.from_spec(self.judge)
+        with self.words():
+            return Evaluator.from_spec(self.judge)
 
 
 class EvaluatorWorker:
@@ -184,6 +192,7 @@ class EvaluatorWorker:
         if not ray.get_gpu_ids():
             os.environ["CUDA_VISIBLE_DEVICES"] = ""
         self.evaluator = spec.build()
+        self.words = spec.words
         self.base_dir = spec.base_dir
         self.concurrency = spec.judge.run_config.concurrency
         self._limit: asyncio.Semaphore | None = None
@@ -204,7 +213,8 @@ class EvaluatorWorker:
                 score = await self.evaluator.evaluate_async(item, refresh_cache=refresh)
             return encode_score(score)
 
-        rows = await asyncio.gather(*(one(row) for row in batch.to_pylist()))
+        with self.words():  # the notes in the records in the driver's caller's words
+            rows = await asyncio.gather(*(one(row) for row in batch.to_pylist()))
         columns = ("id", "status", "record")
         return pa.table({c: pa.array([r[c] for r in rows], pa.string()) for c in columns})
 
@@ -304,7 +314,6 @@ def preflight_on_ray(spec: WorkerSpec, engine: EngineConfig | None = None) -> li
 
     Raises :class:`PreflightError` naming the fix, as the local preflight does.
     """
-    from cigeval._caller import from_command_line
 
     ray = import_ray()
     engine = engine or EngineConfig()
@@ -353,6 +362,7 @@ def worker_spec(
         tasks=_driver_tasks(),
         setup=worker_setup,
         secrets=driver_secrets(),
+        from_command_line=from_command_line(),
     )
     _picklable(spec)
     return spec

@@ -401,6 +401,7 @@ class Evaluator:
                 templates_sha256(judge.prompt_dir),
                 max_tokens_cap=config.token_cap,
                 max_reply_chars=config.max_reply_chars,
+                sample_id=sample.id,
             )
 
         sessions = [session(judge.backend, judge.settings)]
@@ -543,7 +544,9 @@ class Evaluator:
         if replayed is not None and self.image_store is not None:
             # its record says where the images it showed are
             return key, _locate_not_shown(replayed, sample, self.image_store), {}
-        images = load_sample_images(sample, max_bytes=self.run_config.max_image_bytes)
+        images = load_sample_images(
+            sample, self.config.image_conversion, max_bytes=self.run_config.max_image_bytes
+        )
         if self.config.image_encoding == "jpeg75":
             # nothing is sent as it was read: hold no file's bytes while the sample waits
             for image in images.values():

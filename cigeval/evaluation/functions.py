@@ -75,6 +75,7 @@ class Settings(TypedDict, total=False):
     aggregate: Aggregate | None
     max_rounds: int | None
     max_parse_retries: int | None
+    reply_parsing: Literal["official", "strict"] | None
     tool_errors: Literal["fallback", "fail"] | None
     tool_use: Literal["official", "any"] | None
     tool_text: Literal["focus", "detailed"] | None
@@ -90,6 +91,7 @@ class Settings(TypedDict, total=False):
     difference: DifferenceConfig | dict[str, Any] | None
     zoom: ZoomConfig | dict[str, Any] | None
     image_encoding: Literal["jpeg75", "original"] | None
+    image_conversion: Literal["official", "rescale"] | None
     image_format: Literal["PNG", "JPEG"] | None
     prompt_dir: str | None
     rubric_options: dict[str, Any] | None

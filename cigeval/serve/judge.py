@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cigeval.config import JudgeSpec
+    from cigeval.config import EvalConfig, JudgeSpec
     from cigeval.evaluation import Evaluator
 
 
@@ -25,7 +25,9 @@ def build_evaluator(spec: JudgeSpec, *, score_mode: str = "integer") -> Evaluato
     run_config = spec.run_config.model_copy(update={"preflight": False})
     judges: list[Any] = list(spec.models)
     base_url = spec.base_url
+    config = spec.config
     if score_mode == "expected":
+        config = _strict_reading(config)
         from cigeval.serve.expected import ExpectedScoreBackend
 
         run_config = run_config.model_copy(update={"use_cache": False})
@@ -35,5 +37,23 @@ def build_evaluator(spec: JudgeSpec, *, score_mode: str = "integer") -> Evaluato
         ]
         base_url = None
     return Evaluator(
-        judges, config=spec.config, run_config=run_config, ensemble=spec.ensemble, base_url=base_url
+        judges, config=config, run_config=run_config, ensemble=spec.ensemble, base_url=base_url
     )
+
+
+def _strict_reading(config: EvalConfig) -> EvalConfig:
+    """``config`` reading replies the strict way: expected scores are fractions, which the
+    official reading would cut to integers (``reply_parsing="official"`` given explicitly
+    is a ConfigError)."""
+    from cigeval.config import EvalConfig
+    from cigeval.errors import ConfigError
+
+    if config.reply_parsing == "strict":
+        return config
+    if "reply_parsing" in config.model_fields_set:
+        raise ConfigError(
+            "--score-mode expected writes fractional scores, which --reply-parsing official "
+            "cuts to integers as the official code does; use --reply-parsing strict"
+        )
+    settings = {**config.model_dump(exclude_unset=True), "reply_parsing": "strict"}
+    return EvalConfig.model_validate(settings)

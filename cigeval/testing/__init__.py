@@ -30,8 +30,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from cigeval.errors import ConfigError
+from cigeval.errors import ConfigError, ParseError
 from cigeval.messages import ModelRequest
+from cigeval.registry import normalize_name
+from cigeval.tools.registry import OFFICIAL_TOOL_NAMES
 
 #: Which scoring-rules template a judge prompt was built from, by a phrase it contains.
 TEMPLATE_MARKERS = {
@@ -54,6 +56,10 @@ TEMPLATE_MARKERS = {
 }
 
 
+#: cigeval's tool names -> the official prompt's (the rule judge answers in its words).
+_OFFICIAL_NAMES = {normalize_name(ours): theirs for theirs, ours in OFFICIAL_TOOL_NAMES.items()}
+
+
 def _official_plan_questions(text: str) -> list[tuple[str, str]]:
     """(task_id, question wording) of a planner prompt in the paper layout, whose task lines
     read "<task title> Task <n>: ..."; the wording is the built-in task's sub-question's."""
@@ -70,6 +76,21 @@ def _official_plan_questions(text: str) -> list[tuple[str, str]]:
         if question is not None:
             found.append((number, question.plan_question or question.question))
     return found
+
+
+def repair_reply(text: str) -> str | None:
+    """What a helper model answers to the official reading's repair request (its text names
+    ``json.loads()``): the JSON found in the reply it shows, else that reply unchanged (which
+    then stays unreadable); None for any other request."""
+    from cigeval.parsing import extract_json
+
+    if "json.loads()" not in text or "\n" not in text:
+        return None
+    shown = text.split("\n", 1)[1].rsplit("\n\n", 1)[0]
+    try:
+        return json.dumps(extract_json(shown))
+    except ParseError:
+        return shown
 
 
 def request_text(request: ModelRequest | dict[str, Any]) -> str:
@@ -158,6 +179,9 @@ def rule_judge(
 
     def reply(request: Any) -> str:
         text = request_text(request)
+        repaired = repair_reply(text)
+        if repaired is not None:
+            return repaired
         shown = _TOOL_OUTPUT in text or _NO_TOOL_RAN in text
         if request_tool and _MAY_ASK_TOOL in text and not shown:
             return json.dumps(
@@ -175,6 +199,8 @@ def rule_judge(
             for task_id, question in asked:
                 ids = sorted(ids_by_wording.get(question.strip(), ()))
                 tool = next((tools[i] for i in ids if i in tools), tools.get(EVERY_QUESTION))
+                if official and tool is not None:  # the names the official prompt lists
+                    tool = _OFFICIAL_NAMES.get(normalize_name(tool), tool)
                 entries.append(
                     {
                         "task_id": task_id,

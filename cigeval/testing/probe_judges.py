@@ -28,7 +28,7 @@ import numpy as np
 from PIL import Image, ImageFilter
 
 from cigeval.messages import ImagePart, ModelRequest, TextPart
-from cigeval.testing import rule_judge, template_of
+from cigeval.testing import repair_reply, rule_judge, template_of
 
 #: Colours the judge recognises, by name (its own estimates, not the probe set's values).
 PALETTE: dict[str, tuple[int, int, int]] = {
@@ -206,6 +206,9 @@ def probe_judge(scorer: Scorer = seeing_scorer) -> Callable[[Any], str]:
         parts = request_parts(request)
         text = "\n".join(p for p in parts if isinstance(p, str))
         images = [p for p in parts if isinstance(p, Image.Image)]
+        repaired = repair_reply(text) if not images else None
+        if repaired is not None:  # the official reading's repair request
+            return repaired
         if "### Task" in text or ("scene graph" in text.lower() and "RULES:" not in text):
             return planner(request)
         if "ASPECT 1 (" in text:  # viescore SC: one score per aspect

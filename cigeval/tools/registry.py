@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import ConfigError
 from cigeval.registry import Registry, load_object, normalize_name
 from cigeval.tools.base import Tool
@@ -119,7 +120,14 @@ def why_not_offered(name: str, offered: Sequence[str]) -> str:
     aliases = {normalize_name(k): v for k, v in OFFICIAL_TOOL_NAMES.items()}
     meant = aliases.get(normalize_name(name), name)
     if meant in TOOLS or normalize_name(meant) in map(normalize_name, ON_REQUEST_TOOLS):
-        return f"the tool {name!r} is not offered in this run (offered: {choices})"
+        named = (
+            f"{name!r} ({meant})" if normalize_name(meant) != normalize_name(name) else repr(name)
+        )
+        option = in_callers_words("--tools", "tools=")
+        return (
+            f"the judge chose the tool {named}, which is not offered in this run "
+            f"(offered: {choices}; {option} sets the tools offered)"
+        )
     return f"unknown tool {name!r} (offered: {choices})"
 
 

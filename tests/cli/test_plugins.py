@@ -72,7 +72,7 @@ def test_a_tool_from_a_plugin_is_offered_run_and_recorded(
     edit = next(s for s in record["sub_scores"] if s["question_id"] == "edit_success")
     assert edit["tool"] == name and edit["tool_output"].startswith("STAMP CHECK: ")
     plan = next(t for t in texts if any("### Task" in part for part in t))
-    assert any(f"- {name}:" in part for part in plan)  # offered to the planner
+    assert any(f"1. **{name}**:" in part for part in plan)  # offered to the planner
     assert any("STAMP CHECK: " in part for t in texts for part in t)  # shown to the judge
 
 

@@ -17,7 +17,9 @@ from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 from tests.cli_support import evaluate_cli
 
-TOOLS = ("--tools", "Difference")
+#: The strict reading judges a sub-question without a tool after unusable plans; the
+#: official one (the paper method's default) drops such a sample, as the official code does.
+TOOLS = ("--tools", "Difference", "--reply-parsing", "strict")
 
 
 def _plans_never_parse(body: dict) -> str:

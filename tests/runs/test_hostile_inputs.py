@@ -344,7 +344,9 @@ def test_an_ambiguous_reply_is_asked_again_then_an_error(
     write_jsonl(samples, seven_task_samples(tmp_path)[2:3])
     out = tmp_path / "out.jsonl"
     with FakeOpenAIServer(reply) as server:
-        code = evaluate_cli(server, samples, out, *TOOLS, "--concurrency", "1")
+        # the strict reading (the official one takes the last of two "score" keys)
+        strict = ("--reply-parsing", "strict")
+        code = evaluate_cli(server, samples, out, *TOOLS, "--concurrency", "1", *strict)
     (record,) = read_records(out)
     if times == 1:
         assert code == 0 and record["status"] == "ok" and record["score"] == pytest.approx(0.7)
