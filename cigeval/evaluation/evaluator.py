@@ -379,7 +379,7 @@ class Evaluator:
             return None
         from cigeval.agent.paper_layout import planner_tools_departure
 
-        return planner_tools_departure(resolve_tools(self.config.tools))
+        return planner_tools_departure(resolve_tools(self.config.tools, self.config.method))
 
     async def _judge_once(
         self, sample: Sample, images: dict[str, Any], judge: Judge, encoded: dict[int, Any]

@@ -182,7 +182,9 @@ def test_named_under_the_paper_method_it_is_not_run(tmp_path, pair):
     judge = rule_judge(tools={"edit_success": "Zoom"})
     score, requests = _judged(tmp_path, pair, judge, method="paper", tools=("Zoom",))
     sub = score.sub_scores[0]
-    assert sub.degraded and "the paper's method has no Zoom tool" in (sub.note or "")
+    note = sub.note or ""
+    assert sub.degraded and "the judge chose Zoom, a tool the paper's method does not have" in note
+    assert "(tool_use='any' runs it)" in note  # the option in Python's words
     assert sub.evidence == [] and not any(_crops(r) for r in requests)
 
 
