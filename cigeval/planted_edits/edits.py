@@ -68,6 +68,18 @@ class PlantedEdit:
         return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
 
     @property
+    def parts(self) -> tuple[tuple[int, int, int, int], ...]:
+        """The boxes of the mask's separate regions, top to bottom: two for an object moved
+        clear of where it was, else one (:attr:`box`)."""
+        import cv2  # OpenCV loads on first use, keeping `import cigeval` light
+
+        count, _, stats, _ = cv2.connectedComponentsWithStats(
+            self.mask.astype(np.uint8), connectivity=8
+        )
+        boxes = [(int(x), int(y), int(x + w), int(y + h)) for x, y, w, h, _ in stats[1:count]]
+        return tuple(sorted(boxes, key=lambda b: (b[1], b[0])))
+
+    @property
     def area(self) -> int:
         """Pixels in the mask."""
         return int(self.mask.sum())
@@ -79,6 +91,7 @@ class PlantedEdit:
             "instruction": self.instruction,
             "target": self.target,
             "box": list(self.box),
+            "parts": [list(part) for part in self.parts],
             "area": self.area,
         }
 
