@@ -15,13 +15,18 @@ threshold it. Then boxes, in one of two ways (``DifferenceConfig.steps``):
 With ``mask="split"`` and a mask (mask-guided editing) changes inside and outside the mask
 are found separately: the outside ones are the over-editing evidence. Every pixel operation
 is OpenCV's (about 10 ms for a 1024x1024 pair, highlight included).
+
+``robust=True`` makes the change map another way (:mod:`cigeval.tools._robust_difference`):
+a small shift undone, the global tone matched, the change measured by structure (SSIM), the
+thresholds set from the image's own noise; when most of the picture changed, the one region
+is the whole image (``whole_image_changed``). The boxes are then made as above.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,6 +58,7 @@ CHANGED = "changed"
 INSIDE_MASK = "changed inside mask"
 OUTSIDE_MASK = "changed outside mask"
 MASK_REGION = "mask region"
+WHOLE_IMAGE = "whole image changed"
 
 
 @dataclass
@@ -66,6 +72,10 @@ class DifferenceReport:
     ``changed_fraction`` is the share of the first image's pixels whose difference passed
     the threshold (before dilation). ``regions_found`` (and ``inside_found`` /
     ``outside_found``) count every region found, before ``max_regions`` kept the largest.
+    With ``robust`` settings, ``shift`` is how far the second image's content sits right and
+    down of the first's (undone before comparing, added back for the second image's boxes),
+    and ``whole_image_changed`` says the change covers most of the picture (the one region is
+    then the whole image).
     """
 
     size_a: tuple[int, int]
@@ -82,6 +92,8 @@ class DifferenceReport:
     outside_found: int = 0
     #: The second image is highlighted with the first image's boxes unscaled (official).
     same_boxes_on_b: bool = False
+    shift: tuple[float, float] = (0.0, 0.0)
+    whole_image_changed: bool = False
 
     @property
     def scale(self) -> tuple[float, float]:
@@ -92,11 +104,24 @@ class DifferenceReport:
 
     def to_b(self, box: Box) -> Box:
         """``box`` (first image's coordinates) as highlighted on the second image."""
-        return scale_box(box, *self.scale)
+        if self.same_boxes_on_b:
+            return box
+        return self.in_b(box)
 
     def in_b(self, box: Box) -> Box:
         """``box`` (first image's coordinates) where it lies in the second image's own pixels
-        (scaled by the sizes, whatever the steps highlight there)."""
+        (moved by the ``shift`` found, scaled by the sizes, whatever the steps highlight
+        there), clipped to that image."""
+        if self.shift != (0.0, 0.0) and box.label != WHOLE_IMAGE:
+            dx, dy = self.shift
+            width, height = self.size_a
+            box = replace(
+                box,
+                x0=min(max(box.x0 + dx, 0.0), width),
+                y0=min(max(box.y0 + dy, 0.0), height),
+                x1=min(max(box.x1 + dx, 0.0), width),
+                y1=min(max(box.y1 + dy, 0.0), height),
+            )
         return scale_box(box, self.size_b[0] / self.size_a[0], self.size_b[1] / self.size_a[1])
 
 
@@ -248,18 +273,29 @@ def compare_arrays(
     (height, width), size_b = arr_a.shape[:2], (arr_b.shape[1], arr_b.shape[0])
     if size_b != (width, height):
         arr_b = _resized_to(arr_b, width, height, config)
-    changed = change_map(arr_a, arr_b, config)
     report = DifferenceReport(
         size_a=(width, height), size_b=size_b, same_boxes_on_b=config.steps == "official"
     )
+    if config.robust:
+        from cigeval.tools._robust_difference import robust_change_map
+
+        robust = robust_change_map(arr_a, arr_b)
+        changed = robust.changed
+        report.shift, report.whole_image_changed = robust.shift, robust.whole_image
+    else:
+        changed = change_map(arr_a, arr_b, config)
     report.changed_fraction = cv2.countNonZero(changed) / changed.size
-    if mask is None or config.mask == "ignore":
+    if report.whole_image_changed:
+        report.regions = [Box(0.0, 0.0, float(width), float(height), WHOLE_IMAGE)]
+        report.regions_found = 1
+        if mask is not None and config.mask != "ignore":
+            report.mask_box = _mask_box(_as_mask(mask, width, height))
+    elif mask is None or config.mask == "ignore":
         report.regions, report.regions_found = _regions(changed, config, CHANGED)
     else:
         region = _as_mask(mask, width, height)
-        if cv2.countNonZero(region):
-            x, y, w, h = cv2.boundingRect(region)
-            report.mask_box = Box(float(x), float(y), float(x + w), float(y + h), MASK_REGION)
+        report.mask_box = _mask_box(region)
+        if report.mask_box is not None:
             margin = _odd(config.blur_kernel) // 2 + 1
             region = _dilated(region, 2 * margin + 1)
         inside = cv2.bitwise_and(changed, region)
@@ -271,6 +307,16 @@ def compare_arrays(
         report.regions_found = report.inside_found + report.outside_found
     report.regions_b = [report.to_b(box) for box in report.regions]
     return report
+
+
+def _mask_box(region: np.ndarray) -> Box | None:
+    """The bounding box of a 0/255 mask, or None when it is empty."""
+    import cv2  # OpenCV loads on first use, keeping `import cigeval` light
+
+    if not cv2.countNonZero(region):
+        return None
+    x, y, w, h = cv2.boundingRect(region)
+    return Box(float(x), float(y), float(x + w), float(y + h), MASK_REGION)
 
 
 def find_changed_regions(
@@ -388,6 +434,9 @@ class DifferenceTool:
         if report.mask_box is not None:
             data["mask_box"] = box_record(report.mask_box)
             data["changed_fraction_outside_mask"] = report.changed_fraction_outside_mask
+        if ctx.config.difference.robust:
+            data["shift"] = list(report.shift)
+            data["whole_image_changed"] = report.whole_image_changed
         if ctx.config.tool_text == "focus":
             text = FOCUS_TEXT
         else:
@@ -420,10 +469,19 @@ def _describe(
     covered: float,
 ) -> str:
     head = f"Difference between the {role_a} and the {role_b} image"
+    if report.whole_image_changed:
+        return (
+            f"{head}: the whole image changed. Most of the picture differs beyond what "
+            "re-rendering explains (a small shift, a tone change, compression), so there is "
+            "no single changed region to point at: compare the whole images."
+        )
     if not report.regions:
+        if config.robust:
+            why = "beyond the image's own noise, after undoing a small shift and the tone"
+        else:
+            why = f"by more than {config.threshold}/255 after smoothing"
         text = (
-            f"{head}: no meaningful change found (no region differs by more than "
-            f"{config.threshold}/255 after smoothing). Nothing is highlighted."
+            f"{head}: no meaningful change found (no region differs {why}). Nothing is highlighted."
         )
         if report.mask_box is not None:
             text += f" This includes the mask region {fmt_box(report.mask_box)}."

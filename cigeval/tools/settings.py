@@ -193,6 +193,16 @@ class DifferenceConfig(_PresetConfig):
         "merged until no two touch, boxes mapped to each image's own pixels)",
         json_schema_extra=flag("--diff-steps", by_method=True),
     )
+    robust: bool = Field(
+        False,
+        description="compare as noise-robust: undo a small shift, match the global tone, "
+        "measure the change by structure (SSIM) rather than pixel values, set the thresholds "
+        "from the image's own noise and say when the whole image changed, so an editor's "
+        "re-rendering (JPEG, tone, a pixel of drift, softened texture) is not reported as "
+        "changes (`threshold`, `blur_kernel` and `measure` are not used; needs the "
+        "'robust' extra, scikit-image)",
+        json_schema_extra=flag("--diff-robust"),
+    )
     mask: Literal["ignore", "split"] = Field(
         "split",
         description="the sample's edit mask: ignore it (official code), or split the changes "
