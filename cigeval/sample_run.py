@@ -41,6 +41,8 @@ class SampleRun:
     memo: dict[str, Any] = field(default_factory=dict)
     _encoded: dict[int, EncodedImage] = field(default_factory=dict)
     scene_graph: JudgeSession | None = None
+    #: Encodings made before the run (off the event loop), taken by :meth:`encode`.
+    _ready: dict[int, EncodedImage] = field(default_factory=dict)
 
     @property
     def images(self) -> ImagePixels:
@@ -73,7 +75,7 @@ class SampleRun:
         key = id(image)
         cached = self._encoded.get(key)
         if cached is None:
-            cached = encode_image(
+            cached = self._ready.pop(key, None) or encode_image(
                 image,
                 self.config.image_format,
                 encoding=self.config.image_encoding,

@@ -49,7 +49,7 @@ from cigeval.evaluation.ensemble import Judge, build_judges, combine_verdicts
 from cigeval.evaluation.not_shown import images_not_shown, not_shown_files
 from cigeval.evaluation.replay import SampleReplay, built_in_judging
 from cigeval.image_store import ImageStore, image_location
-from cigeval.images import EncodedImage, ImagePixels, LoadedImage
+from cigeval.images import EncodedImage, ImagePixels, LoadedImage, encode_image
 from cigeval.messages import GenerationSettings
 from cigeval.prompts import templates_sha256
 from cigeval.prompts.prompt_set import missing_templates, prompt_set_of
@@ -67,6 +67,7 @@ from cigeval.sample import (
 from cigeval.sample_run import SampleRun
 from cigeval.score import Score, Verdict
 from cigeval.session import JudgeSession
+from cigeval.tasks import get_task
 from cigeval.tools import resolve_tools
 from cigeval.trace import ErrorEvent, Trace
 
@@ -382,7 +383,12 @@ class Evaluator:
         return planner_tools_departure(resolve_tools(self.config.tools, self.config.method))
 
     async def _judge_once(
-        self, sample: Sample, images: dict[str, Any], judge: Judge, encoded: dict[int, Any]
+        self,
+        sample: Sample,
+        images: dict[str, Any],
+        judge: Judge,
+        encoded: dict[int, Any],
+        ready: dict[int, EncodedImage],
     ) -> tuple[Verdict, list[JudgeSession], Trace]:
         """One judge's verdict on a sample, with the sessions that asked (the judge's, and the
         scene-graph model's when it is set apart) and their shared trace."""
@@ -415,6 +421,7 @@ class Evaluator:
             trace,
             self.tool_cache,
             _encoded=encoded,
+            _ready=ready,
             scene_graph=sessions[1] if len(sessions) > 1 else None,
         )
         try:
@@ -446,10 +453,11 @@ class Evaluator:
             sample = _as_sample(item)
             self.rubric.validate(sample)
             replay = self.replay
-            # hashing, cache reads and image files off the event loop: a signal is handled
-            # at once, whatever the files are
+            # hashing, cache reads, image files and the encodings the judge is sent off the
+            # event loop: a signal is handled at once, and the loop, which sends every other
+            # sample's calls, never waits on a file or an image codec
             bypassed = cache_bypassed()
-            key, replayed, images = await off_loop(self._prepare, sample, started, bypassed)
+            key, replayed, images, ready = await off_loop(self._prepare, sample, started, bypassed)
             if replayed is not None:
                 return replayed
         except ResultsWriteError:
@@ -472,7 +480,7 @@ class Evaluator:
         encoded: dict[int, Any] = {}
         with noting_answers() as answers:
             outcomes = await asyncio.gather(
-                *(self._judge_once(sample, images, judge, encoded) for judge in self.judges)
+                *(self._judge_once(sample, images, j, encoded, ready) for j in self.judges)
             )
         verdicts = [verdict for verdict, _, _ in outcomes]
         verdict = verdicts[0]
@@ -529,9 +537,11 @@ class Evaluator:
 
     def _prepare(
         self, sample: Sample, started: float, bypassed: bool
-    ) -> tuple[str | None, Score | None, dict[str, LoadedImage]]:
+    ) -> tuple[str | None, Score | None, dict[str, LoadedImage], dict[int, EncodedImage]]:
         """The sample's replay key, its replayed Score when its answers are all cached (then
-        no image is loaded where the image store says where each is), and its images."""
+        no image is loaded where the image store says where each is), its images, and,
+        unless replayed, the encodings of those its task's sub-questions show, made now
+        (:meth:`SampleRun.encode` takes them as it would have made them)."""
         replay = self.replay
         key = (
             replay.key(sample, self.config.image_encoding, self.run_config.max_image_bytes)
@@ -543,10 +553,21 @@ class Evaluator:
             replayed = replay.replayed(key, started)
         if replayed is not None and self.image_store is not None:
             # its record says where the images it showed are
-            return key, _locate_not_shown(replayed, sample, self.image_store), {}
+            return key, _locate_not_shown(replayed, sample, self.image_store), {}, {}
         images = load_sample_images(
             sample, self.config.image_conversion, max_bytes=self.run_config.max_image_bytes
         )
+        ready: dict[int, EncodedImage] = {}
+        if replayed is None:
+            shown = {r for q in get_task(sample.task).sub_questions for r in q.image_roles}
+            for role in sorted(shown & images.keys()):
+                image = images[role]
+                ready[id(image)] = encode_image(
+                    image,
+                    self.config.image_format,
+                    encoding=self.config.image_encoding,
+                    cache=self.tool_cache,
+                )
         if self.config.image_encoding == "jpeg75":
             # nothing is sent as it was read: hold no file's bytes while the sample waits
             for image in images.values():
@@ -555,7 +576,7 @@ class Evaluator:
             replayed._images = ImagePixels(images)
             replayed._file_hashes = file_hashes(images)
             replayed = _locate_not_shown(replayed, sample, self.image_store)
-        return key, replayed, images
+        return key, replayed, images, ready
 
     def _image_files(self, encoded: Iterable[EncodedImage]) -> dict[str, str]:
         """sha256 -> where each image shown to the judge can be read back."""
