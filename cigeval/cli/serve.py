@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -37,10 +38,20 @@ def configure_serve_parser(p: argparse.ArgumentParser) -> None:
     add_tasks_file_flag(p)
     add_config_flags(p.add_argument_group("judging"), EvalConfig)
     add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
+    running = p.add_argument_group("running")
     add_config_flags(
-        p.add_argument_group("running"),
-        RunConfig,
-        skip=("image_dir", "batch_state", *RUN_FILE_FIELDS),
+        running, RunConfig, skip=("image_dir", "batch_state", "use_cache", *RUN_FILE_FIELDS)
+    )
+    cache = running.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache",
+        action="store_true",
+        default=False,
+        help="keep a response cache (off by default: RL images never repeat, so it would only "
+        "grow); --cache-dir says where",
+    )
+    cache.add_argument(
+        "--no-cache", dest="cache", action="store_false", help="no response cache (the default)"
     )
     s = p.add_argument_group("service")
     add_config_flags(s, ServeConfig)
@@ -59,12 +70,25 @@ def configure_serve_parser(p: argparse.ArgumentParser) -> None:
 def build_settings(args: argparse.Namespace, run_config: RunConfig) -> ServeConfig:
     """The service settings from the flags; the key from $CIGEVAL_SERVE_API_KEY if not given."""
     base = {"concurrency": run_config.concurrency, "api_key": os.environ.get(API_KEY_ENV) or None}
-    settings: ServeConfig = build_config(args, ServeConfig, base=base)
+    try:
+        settings: ServeConfig = build_config(args, ServeConfig, base=base)
+    except UsageError as exc:  # a check across flags has no flag of its own to name
+        raise UsageError(str(exc).removeprefix(": ").removeprefix("Value error, ")) from None
     try:
         settings.check_bind()
     except CigevalError as exc:
         raise UsageError(str(exc)) from None
     return settings
+
+
+def _log_to_stderr() -> None:
+    """The service's own messages (warm-up, refused pickles) on stderr, beside uvicorn's."""
+    logger = logging.getLogger("cigeval.serve")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("cigeval serve: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -79,7 +103,7 @@ def run_serve(args: argparse.Namespace) -> int:
         ) from None
     load_tasks_files(args)
     config, run_config, ensemble = judge_configs(
-        args, concurrency=DEFAULT_CONCURRENCY, image_dir=None
+        args, concurrency=DEFAULT_CONCURRENCY, image_dir=None, use_cache=args.cache
     )
     settings = build_settings(args, run_config)
     if run_config.batch:
@@ -99,6 +123,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except CigevalError as exc:
         raise UsageError(str(exc)) from None
     app = create_app(evaluator, settings, preflight=run_config.preflight)
+    _log_to_stderr()
     host, port = settings.host, settings.port
     where = f"http://{host}:{port}"
     print(f"cigeval serve: judging with {evaluator.judge_identity} on {where}", file=sys.stderr)

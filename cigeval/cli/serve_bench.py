@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from cigeval.cli._common import UsageError
 
@@ -23,8 +24,9 @@ def _counts(text: str) -> list[int]:
 def configure_serve_bench_parser(p: argparse.ArgumentParser) -> None:
     """The arguments of ``serve-bench``."""
     p.description = (
-        "Drive a running `cigeval serve` with batches of synthetic T2I items at each "
-        "concurrency x batch size; print p50/p90/p99 request latency and images/s."
+        "Drive a running `cigeval serve` with batches of synthetic T2I items (every image "
+        "new, as in RL) at each concurrency x batch size; print p50/p90/p99 request "
+        "latency, images/s and the judge calls made; warn when a cache answered."
     )
     p.add_argument("--url", default="http://127.0.0.1:8080", help="the service's URL")
     p.add_argument(
@@ -39,7 +41,7 @@ def configure_serve_bench_parser(p: argparse.ArgumentParser) -> None:
 
 def run_serve_bench(args: argparse.Namespace) -> int:
     """The ``serve-bench`` command: the table goes to stdout."""
-    from cigeval.serve.bench import run_bench, summary
+    from cigeval.serve.bench import cache_warning, run_bench, summary
     from cigeval.serve.client import ServiceError
 
     if args.requests < 1:
@@ -57,4 +59,7 @@ def run_serve_bench(args: argparse.Namespace) -> int:
     except ServiceError as exc:
         raise UsageError(f"the service refused the bench: {exc}") from None
     print(summary(rows))
+    warning = cache_warning(rows)
+    if warning:
+        print(f"cigeval serve-bench: {warning}", file=sys.stderr)
     return 0 if all(row.failed == 0 for row in rows) else 1

@@ -1,10 +1,9 @@
-"""A small client of ``POST /v1/score`` (standard library only), for the adapters and the
-bench."""
+"""A small client of ``POST /v1/score`` (the standard library's HTTP, orjson), for the
+adapters and the bench."""
 
 from __future__ import annotations
 
 import base64
-import json
 import urllib.error
 import urllib.request
 from typing import Any
@@ -34,15 +33,18 @@ class ScoreClient:
             headers["Authorization"] = f"Bearer {self.api_key}"
         return headers
 
-    def score(self, items: list[dict[str, Any]]) -> dict[str, Any]:
-        """The service's answer to ``{"items": items}`` (a ServiceError for a non-200)."""
-        body = json.dumps({"items": items}).encode("utf-8")
+    def score(self, items: list[dict[str, Any]], *, reasoning: bool = False) -> dict[str, Any]:
+        """The service's answer to ``{"items": items}`` (a ServiceError for a non-200);
+        ``reasoning`` asks for each sub-question's reasoning."""
+        import orjson
+
+        body = orjson.dumps({"items": items, "reasoning": True} if reasoning else {"items": items})
         request = urllib.request.Request(
             f"{self.url}/v1/score", data=body, headers=self._headers(), method="POST"
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                answer: dict[str, Any] = json.load(response)
+                answer: dict[str, Any] = orjson.loads(response.read())
                 return answer
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")[:500]

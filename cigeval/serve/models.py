@@ -45,16 +45,21 @@ class ScoreRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    items: list[ScoreItem] = Field(min_length=1)
+    items: list[ScoreItem] = Field(
+        min_length=1, description="an item that does not fit the schema is its own error"
+    )
+    reasoning: bool = Field(
+        False, description="return each sub-question's reasoning (also: the server's --reasoning)"
+    )
 
 
 class SubScoreResult(BaseModel):
-    """One sub-question's score, the judge's reason (HTML-escaped) and the regions its tools
-    found (``evidence``: boxes in each image's own pixels, labels HTML-escaped)."""
+    """One sub-question's score, the judge's reason when asked (plain text) and the regions
+    its tools found (``evidence``: boxes in each image's own pixels, labels as plain text)."""
 
     question_id: str
     score: float | None
-    reasoning: str = ""
+    reasoning: str | None = None
     evidence: list[Evidence] = Field(default_factory=list)
 
 
@@ -66,10 +71,17 @@ class ItemResult(BaseModel):
     group: str | None = None
     status: Literal["ok", "error", "timeout"]
     score: float | None = None
+    reward: float | None = Field(
+        None,
+        description="what a trainer should use: the score, or where there is none the "
+        "server's --fill-unscored value (None under nan)",
+    )
+    filled: bool = Field(False, description="reward is a fill-in, not the judge's score")
     sub_scores: list[SubScoreResult] = Field(default_factory=list)
     error: str | None = None
     latency_ms: int = 0
     calls: int = Field(0, description="judge model calls made for the item")
+    cached_calls: int = Field(0, description="of those, answered by the response cache")
 
 
 class BatchStats(BaseModel):
@@ -80,7 +92,11 @@ class BatchStats(BaseModel):
     error: int
     timeout: int
     parse_failures: int = Field(description="judge replies that could not be read")
-    groups: int = Field(description="groups with at least two scored items")
+    filled: int = Field(0, description="items whose reward is a --fill-unscored fill-in")
+    groups: int = Field(
+        description="groups with at least two scored items (a group: the one named, else "
+        "the prompt and its condition images)"
+    )
     tied_group_share: float | None = Field(
         description="share of those groups whose scores all tie (None: no such group)"
     )

@@ -1,16 +1,20 @@
-"""The scoring core shared by every route: admission (backpressure), the per-request
-deadline, one shared judge, and per-item results with the batch's tie statistics."""
+"""The scoring core shared by every route: admission (backpressure), the deadline from the
+request's arrival, one shared judge, and per-item results with the batch's tie statistics
+and fill-ins."""
 
 from __future__ import annotations
 
 import asyncio
-import html
+import contextlib
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from cigeval.serve.body import Refused
+from cigeval.serve.fill import fill_rewards
 from cigeval.serve.inputs import PreparedItem
+from cigeval.serve.metrics import ServeMetrics
 from cigeval.serve.models import BatchStats, ItemResult, ScoreResponse, SubScoreResult
 from cigeval.serve.settings import ServeConfig
 
@@ -27,24 +31,22 @@ class QueueFull(Exception):
     """The service holds as many items as it admits; the caller should retry later."""
 
 
-def escape(text: str | None) -> str | None:
-    """Model (or model-quoting) text made safe to show in a page: ``<``, ``>``, ``&`` and
-    quotes escaped."""
-    return None if text is None else html.escape(text, quote=True)
-
-
 class ScoringService:
     """One judge (an :class:`~cigeval.Evaluator`) behind an admission limit.
 
     At most ``settings.concurrency`` items are judged at once, the judge keeping their model
     calls in flight (:meth:`~cigeval.Evaluator.allow_in_flight`); at most ``settings.max_queue``
-    are held (judged or waiting): a batch that would go past it is refused whole
-    (:class:`QueueFull`, a 429 on the wire) rather than queued without bound.
+    are held (judged or waiting): a batch that would go past it now is refused whole
+    (:class:`QueueFull`, a 429 with Retry-After on the wire) rather than queued without
+    bound, and a batch larger than ``max_queue``, which could never be admitted, is a 413.
     """
 
-    def __init__(self, evaluator: Evaluator, settings: ServeConfig) -> None:
+    def __init__(
+        self, evaluator: Evaluator, settings: ServeConfig, metrics: ServeMetrics | None = None
+    ) -> None:
         self.evaluator = evaluator
         self.settings = settings
+        self.metrics = metrics or ServeMetrics(lambda: float(self.held))
         self._held = 0
         self._slots: asyncio.Semaphore | None = None
         evaluator.allow_in_flight(settings.concurrency)
@@ -59,46 +61,92 @@ class ScoringService:
             self._slots = asyncio.Semaphore(self.settings.concurrency)
         return self._slots
 
-    async def score(self, items: Sequence[PreparedItem]) -> ScoreResponse:
-        """Judge ``items`` (admitted together, or QueueFull), in order."""
-        if self._held + len(items) > self.settings.max_queue:
-            raise QueueFull(
-                f"{self._held} item(s) held, {len(items)} asked, limit {self.settings.max_queue}"
+    @contextlib.contextmanager
+    def admitted(self, count: int) -> Iterator[None]:
+        """Hold ``count`` items while the block runs: a 413 (:class:`Refused`) when they can
+        never fit, :class:`QueueFull` when they do not fit now."""
+        limit = self.settings.max_queue
+        if count > limit:
+            raise Refused(
+                413,
+                f"{count} items in one request, but the server holds at most {limit} items at "
+                f"once (--max-queue {limit}): send batches of at most {limit} items",
             )
-        self._held += len(items)
+        if self._held + count > limit:
+            raise QueueFull(f"{self._held} item(s) held, {count} asked, limit {limit}")
+        self._held += count
         try:
-            deadline = self.settings.deadline_s
-            started = time.monotonic()
-            results = await asyncio.gather(*(self._one(item, started, deadline) for item in items))
+            yield
         finally:
-            self._held -= len(items)
+            self._held -= count
+
+    async def score(
+        self,
+        items: Sequence[PreparedItem],
+        *,
+        arrived: float | None = None,
+        reasoning: bool = False,
+        protocol: str = "v1",
+    ) -> ScoreResponse:
+        """Admit ``items`` together (or raise) and :meth:`judge` them."""
+        with self.admitted(len(items)):
+            return await self.judge(items, arrived=arrived, reasoning=reasoning, protocol=protocol)
+
+    async def judge(
+        self,
+        items: Sequence[PreparedItem],
+        *,
+        arrived: float | None = None,
+        reasoning: bool = False,
+        protocol: str = "v1",
+        counted: bool = True,
+    ) -> ScoreResponse:
+        """Judge admitted ``items`` in order. ``arrived`` (``time.monotonic()``) is when the
+        request arrived: the deadline runs from it (default: now). ``counted=False`` keeps
+        the batch out of the metrics (the warm-up)."""
+        deadline = self.settings.deadline_s
+        started = time.monotonic() if arrived is None else arrived
+        reasoning = reasoning or self.settings.reasoning
+        outcomes = await asyncio.gather(
+            *(self._one(item, started, deadline, reasoning) for item in items)
+        )
+        results = [result for result, _, _ in outcomes]
+        keys = [item.group_key for item in items]
+        filled = fill_rewards(results, keys, self.settings)
+        stats = batch_stats(results, keys, sum(p for _, p, _ in outcomes), filled)
+        latencies = [latency for _, _, calls in outcomes for latency in calls]
+        if counted:
+            self.metrics.batch(protocol, results, stats, latencies)
         return ScoreResponse(
-            results=[r for r, _ in results],
-            stats=batch_stats([r for r, _ in results], sum(p for _, p in results)),
+            results=results,
+            stats=stats,
             judge=self.evaluator.judge_identity,
             score_mode=self.settings.score_mode,
         )
 
     async def _one(
-        self, item: PreparedItem, started: float, deadline: float | None
-    ) -> tuple[ItemResult, int]:
+        self, item: PreparedItem, started: float, deadline: float | None, reasoning: bool
+    ) -> tuple[ItemResult, int, list[float]]:
         base = {"index": item.index, "id": item.id, "group": item.group}
         if item.sample is None:
-            return ItemResult(**base, status="error", error=escape(item.problem)), 0
+            return ItemResult(**base, status="error", error=item.problem), 0, []
         try:
             if deadline is None:
                 score = await self._judge(item)
             else:
                 left = deadline - (time.monotonic() - started)
-                score = await asyncio.wait_for(self._judge(item), timeout=max(left, 0.0))
+                if left <= 0:
+                    raise TimeoutError
+                score = await asyncio.wait_for(self._judge(item), timeout=left)
         except TimeoutError:
             elapsed = round((time.monotonic() - started) * 1000)
             error = f"not judged within the deadline of {deadline:g} s"
-            return ItemResult(**base, status="timeout", error=error, latency_ms=elapsed), 0
+            return ItemResult(**base, status="timeout", error=error, latency_ms=elapsed), 0, []
         except Exception as exc:  # a judge failure is this item's error, never the batch's
-            failure = escape(f"{type(exc).__name__}: {exc}")
-            return ItemResult(**base, status="error", error=failure), 0
-        return item_result(score, item), parse_failures(score)
+            failure = f"{type(exc).__name__}: {exc}"
+            return ItemResult(**base, status="error", error=failure), 0, []
+        latencies = [c.latency_s for c in score.trace.model_calls() if not c.cached]
+        return item_result(score, item, reasoning), parse_failures(score), latencies
 
     async def _judge(self, item: PreparedItem) -> Score:
         async with self._semaphore():
@@ -106,8 +154,8 @@ class ScoringService:
             return await self.evaluator.evaluate_async(item.sample)
 
 
-def item_result(score: Score, item: PreparedItem) -> ItemResult:
-    """The wire form of one judged item."""
+def item_result(score: Score, item: PreparedItem, reasoning: bool = False) -> ItemResult:
+    """The wire form of one judged item (each sub-question's reasoning when ``reasoning``)."""
     usage = score.usage or {}
     return ItemResult(
         index=item.index,
@@ -119,14 +167,15 @@ def item_result(score: Score, item: PreparedItem) -> ItemResult:
             SubScoreResult(
                 question_id=s.question_id,
                 score=s.score,
-                reasoning=escape(s.reasoning) or "",
-                evidence=[e.model_copy(update={"label": escape(e.label)}) for e in s.evidence],
+                reasoning=(s.reasoning or "") if reasoning else None,
+                evidence=list(s.evidence),
             )
             for s in score.sub_scores
         ],
-        error=escape(score.error),
+        error=score.error,
         latency_ms=int(usage.get("wall_ms", 0)),
         calls=int(usage.get("calls", 0)),
+        cached_calls=int(usage.get("cached_calls", 0)),
     )
 
 
@@ -141,12 +190,19 @@ def parse_failures(score: Score) -> int:
     )
 
 
-def batch_stats(results: Sequence[ItemResult], unreadable: int) -> BatchStats:
-    """Counts by status and the tie statistics of the groups with two scored items or more."""
+def batch_stats(
+    results: Sequence[ItemResult],
+    keys: Sequence[str | None] | None = None,
+    unreadable: int = 0,
+    filled: int = 0,
+) -> BatchStats:
+    """Counts by status and the tie statistics of the groups with two scored items or more
+    (``keys``: each item's group; default: the groups the results name)."""
+    keys = keys if keys is not None else [r.group for r in results]
     by_group: dict[str, list[float]] = {}
-    for result in results:
-        if result.group is not None and result.score is not None:
-            by_group.setdefault(result.group, []).append(result.score)
+    for result, key in zip(results, keys, strict=True):
+        if key is not None and result.score is not None:
+            by_group.setdefault(key, []).append(result.score)
     spreads = [max(s) - min(s) for s in by_group.values() if len(s) >= 2]
     return BatchStats(
         items=len(results),
@@ -154,6 +210,7 @@ def batch_stats(results: Sequence[ItemResult], unreadable: int) -> BatchStats:
         error=sum(r.status == "error" for r in results),
         timeout=sum(r.status == "timeout" for r in results),
         parse_failures=unreadable,
+        filled=filled,
         groups=len(spreads),
         tied_group_share=(sum(s == 0 for s in spreads) / len(spreads)) if spreads else None,
         mean_group_spread=statistics.fmean(spreads) if spreads else None,

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cigeval._flag import flag
 from cigeval.errors import ConfigError
 
 #: Hosts that only this machine can reach.
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
+#: The default body limit: a batch of 256 images of 1024 x 1024 sent as base64 JPEG at
+#: quality 95, each up to 576 KiB as a file (a detailed, noisy picture of that size is
+#: 450-570 KiB at quality 95 and 110-165 KiB at 75), so 768 KiB as base64: 192 MiB.
+DEFAULT_MAX_BODY_BYTES = 256 * 768 * 1024
+#: The named ways of filling in a reward the judge did not give (``--fill-unscored``).
+FILL_MODES = ("nan", "group-mean")
 
 
 class ServeConfig(BaseModel):
@@ -39,22 +46,23 @@ class ServeConfig(BaseModel):
     max_queue: int = Field(
         1024,
         ge=1,
-        description="items admitted at once (judged or waiting); beyond: 429",
+        description="items admitted at once over all requests (judged or waiting); a batch "
+        "that would pass it waits outside (429, Retry-After); one larger than it is a 413",
         json_schema_extra=flag("--max-queue"),
     )
     deadline_s: float | None = Field(
         None,
         gt=0,
-        description="seconds per request; items not judged by then are timeouts",
+        description="seconds from a request's arrival; items not judged by then are timeouts",
         json_schema_extra=flag("--deadline-s"),
     )
     max_items: int = Field(
         512, ge=1, description="items in one request", json_schema_extra=flag("--max-items")
     )
     max_body_bytes: int = Field(
-        256 * 2**20,
+        DEFAULT_MAX_BODY_BYTES,
         ge=1,
-        description="bytes of one request body",
+        description="bytes of one request body (the default fits 256 base64 JPEGs of 1024^2)",
         json_schema_extra=flag("--max-body-bytes"),
     )
     max_pixels: int = Field(
@@ -62,6 +70,12 @@ class ServeConfig(BaseModel):
         ge=1,
         description="pixels of one image (width x height)",
         json_schema_extra=flag("--max-pixels"),
+    )
+    max_image_bytes: int = Field(
+        64 * 2**20,
+        ge=1,
+        description="bytes of one image file (an --image-root file is checked before it is read)",
+        json_schema_extra=flag("--max-image-bytes"),
     )
     image_root: Path | None = Field(
         None,
@@ -96,6 +110,55 @@ class ServeConfig(BaseModel):
     retry_after_s: int = Field(
         2, ge=1, description="Retry-After of a 429", json_schema_extra=flag("--retry-after")
     )
+    fill_unscored: str = Field(
+        "nan",
+        description="the reward of an item the judge gave no score: nan (none; the default), "
+        "group-mean (the mean of its group's scores in the batch, else of the batch's) or a "
+        "number; for trainers that cannot take a NaN (docs/serve.md)",
+        json_schema_extra=flag("--fill-unscored", metavar="nan|group-mean|VALUE"),
+    )
+    reasoning: bool = Field(
+        False,
+        description="return the judge's reasoning with every answer (the own API also takes "
+        "'reasoning': true per request)",
+        json_schema_extra=flag("--reasoning"),
+    )
+    warmup: bool = Field(
+        True,
+        description="warm up at start: one sample judged end to end before serving",
+        json_schema_extra=flag("--no-warmup", negate=True),
+    )
+
+    @field_validator("fill_unscored")
+    @classmethod
+    def _fill_mode(cls, value: str) -> str:
+        text = value.strip().lower()
+        if text in FILL_MODES:
+            return text
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValueError(
+                f"--fill-unscored takes nan, group-mean or a number, not {value!r}"
+            ) from None
+        if not math.isfinite(number):
+            raise ValueError(f"--fill-unscored: {value!r} is not a finite number")
+        return repr(number)
+
+    @model_validator(mode="after")
+    def _queue_holds_a_batch(self) -> ServeConfig:
+        if self.max_queue < self.max_items:
+            raise ValueError(
+                f"--max-queue {self.max_queue} is below --max-items {self.max_items}: a batch "
+                f"of {self.max_items} items could never be admitted; give --max-queue at least "
+                f"{self.max_items} (docs/serve.md, 'Sizing the queue')"
+            )
+        return self
+
+    @property
+    def fill_value(self) -> float | None:
+        """The constant a reward without a score is filled with (None: nan or group-mean)."""
+        return None if self.fill_unscored in FILL_MODES else float(self.fill_unscored)
 
     def check_bind(self) -> None:
         """Refuse a bind that other machines can reach unless an API key guards it."""

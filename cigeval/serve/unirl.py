@@ -5,7 +5,12 @@ Request: ``{"requests": [{"history": [{"text", "image_b64"}, ...], "required_rew
 (``history[0]`` the instruction and source, ``history[1]`` the instruction and edited image).
 Response, one entry per request: ``{"results": [{reward: {"score": x, <sub-question>: y}}],
 "errors": [{reward: message}]}``; ``score`` comes first because UniRL's client reduces a
-reward's sub-metrics to the first one by default.
+reward's sub-metrics to the first one by default, and every value is a finite number (its
+client fails a sample on any other). ``stats`` (ours) and, with ``--reasoning``, a
+``reasoning`` list (one entry per request) sit beside them; UniRL's client reads neither.
+
+UniRL sends no group ids: a request's group is ``metadata["group"]`` when a dataset puts one
+there, else its prompt and source image, so the N samples of one prompt form one group.
 """
 
 from __future__ import annotations
@@ -14,8 +19,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cigeval.serve.inputs import ItemProblem, PreparedItem, decode_b64_image, sample_of
-from cigeval.serve.models import ScoreResponse
+from cigeval.serve.inputs import (
+    ItemProblem,
+    PreparedItem,
+    decode_b64_image,
+    group_key,
+    named_group,
+    sample_of,
+)
+from cigeval.serve.models import ItemResult, ScoreResponse
 from cigeval.serve.settings import ServeConfig
 
 
@@ -39,20 +51,40 @@ class UniRLRequest(BaseModel):
     metadata: dict[str, Any] | None = None
 
 
-class UniRLBody(BaseModel):
-    """UniRL's ``POST /score`` body."""
+def parse_requests(data: Any) -> list[Any]:
+    """The ``requests`` list of a parsed body (a 422 :class:`Refused` when there is none)."""
+    from cigeval.serve.body import Refused
 
-    model_config = ConfigDict(extra="ignore")
+    if not isinstance(data, dict) or not isinstance(data.get("requests"), list):
+        raise Refused(422, "invalid request body: expected {'requests': [...]} (UniRL's format)")
+    return list(data["requests"])
 
-    requests: list[UniRLRequest]
+
+def prepare_unirl_raw(
+    raw: Any, index: int, settings: ServeConfig
+) -> tuple[PreparedItem, list[str]]:
+    """The sample of one UniRL request and the rewards it asks for (a request that does not
+    fit the schema is its own problem)."""
+    from pydantic import ValidationError
+
+    try:
+        request = UniRLRequest.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'request'}: {e['msg']}" for e in exc.errors()
+        )
+        wanted = raw.get("required_rewards") if isinstance(raw, dict) else None
+        names = [str(w) for w in wanted] if isinstance(wanted, list) else []
+        return PreparedItem(index, str(index), None, None, f"invalid request: {problems}"), names
+    return prepare_unirl(request, index, settings), request.required_rewards
 
 
 def prepare_unirl(request: UniRLRequest, index: int, settings: ServeConfig) -> PreparedItem:
     """The sample of one UniRL request, or why it has none."""
-    metadata = request.metadata or {}
-    group = metadata.get("group")
-    group = str(group) if group is not None else None
+    group = named_group(None, request.metadata)
     turns = request.history
+    source_b64 = turns[0].image_b64 if len(turns) == 2 else None
+    key = group_key(group, turns[-1].text, [source_b64] if source_b64 else None)
     try:
         if any(t.video_b64 for t in turns):
             raise ItemProblem("videos are not judged by this service (images only)")
@@ -67,33 +99,51 @@ def prepare_unirl(request: UniRLRequest, index: int, settings: ServeConfig) -> P
             else None
         )
     except ItemProblem as exc:
-        return PreparedItem(index, str(index), group, None, str(exc))
-    return sample_of(index, turns[-1].text, last, settings, source=source, group=group)
+        return PreparedItem(index, str(index), group, None, str(exc), key)
+    except Exception as exc:  # whatever else one request raises is its own problem
+        problem = f"{type(exc).__name__}: {exc}"
+        return PreparedItem(index, str(index), group, None, problem, key)
+    return sample_of(index, turns[-1].text, last, settings, source=source, group=group, key=key)
 
 
-def unirl_answer(body: UniRLBody, response: ScoreResponse, settings: ServeConfig) -> dict[str, Any]:
-    """UniRL's ``{"results": [...], "errors": [...]}`` for ``response`` (same order)."""
+def _metrics(item: ItemResult) -> dict[str, float]:
+    assert item.reward is not None
+    metrics = {"score": item.reward}
+    if not item.filled:  # a fill-in has no sub-scores
+        metrics.update({s.question_id: s.score for s in item.sub_scores if s.score is not None})
+    return metrics
+
+
+def unirl_answer(
+    wanted: list[list[str]], response: ScoreResponse, settings: ServeConfig
+) -> dict[str, Any]:
+    """UniRL's ``{"results": [...], "errors": [...]}`` for ``response``; ``wanted`` holds
+    each request's ``required_rewards`` (same order)."""
     results: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
-    for request, item in zip(body.requests, response.results, strict=True):
-        wanted = request.required_rewards or [settings.reward_name]
+    for names, item in zip(wanted, response.results, strict=True):
         result: dict[str, Any] = {}
         error: dict[str, str] = {}
-        for name in wanted:
+        for name in names or [settings.reward_name]:
             if name != settings.reward_name:
                 error[name] = (
                     f"unknown reward {name!r}; this server serves {settings.reward_name!r}"
                 )
-            elif item.status != "ok" or item.score is None:
-                error[name] = f"{item.status}: {item.error or 'no score'}"
-            else:
-                metrics = {"score": item.score}
-                metrics.update(
-                    {s.question_id: s.score for s in item.sub_scores if s.score is not None}
-                )
-                result[name] = metrics
+                continue
+            if item.reward is not None:
+                result[name] = _metrics(item)
+            if item.status != "ok":
+                filled = " (reward filled in by --fill-unscored)" if item.filled else ""
+                error[name] = f"{item.status}: {item.error or 'no score'}{filled}"
         results.append(result)
         errors.append(error)
-    # "stats" is ours (UniRL's client reads only results and errors): the tie statistics of
-    # the groups named in metadata["group"].
-    return {"results": results, "errors": errors, "stats": response.stats.model_dump()}
+    answer: dict[str, Any] = {
+        "results": results,
+        "errors": errors,
+        "stats": response.stats.model_dump(),
+    }
+    if settings.reasoning:
+        answer["reasoning"] = [
+            {s.question_id: s.reasoning or "" for s in item.sub_scores} for item in response.results
+        ]
+    return answer

@@ -40,6 +40,23 @@ def b64(data: bytes) -> str:
 CORRUPT = b"\x89PNG\r\n\x1a\n this is not really a png"
 
 
+def png_claiming(width: int, height: int) -> bytes:
+    """A small PNG file whose header claims ``width`` x ``height`` pixels (a decompression
+    bomb's header, with next to no data behind it)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\x00" * 64)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
 def t2i_item(index: int, *, image: bytes | None = None, group: str | None = None) -> dict[str, Any]:
     """A T2I item of ``/v1/score``."""
     item: dict[str, Any] = {
@@ -66,10 +83,11 @@ def make_evaluator(base_url: str, concurrency: int = 64, **overrides: Any) -> ci
 
 @contextmanager
 def served_client(
-    base_url: str, settings: ServeConfig | None = None, **overrides: Any
+    base_url: str, settings: ServeConfig | None = None, *, warm: bool = False, **overrides: Any
 ) -> Iterator[TestClient]:
-    """A test client of the app judging with the fake server at ``base_url``."""
-    settings = settings or ServeConfig()
+    """A test client of the app judging with the fake server at ``base_url`` (without the
+    warm-up unless ``warm``: it would take the first scripted reply)."""
+    settings = (settings or ServeConfig()).model_copy(update={"warmup": warm})
     app = create_app(make_evaluator(base_url, settings.concurrency, **overrides), settings)
     with TestClient(app) as client:
         yield client

@@ -7,6 +7,7 @@ import asyncio
 import json
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from tests.serve.support import (
     CORRUPT,
     make_evaluator,
     png_bytes,
+    png_claiming,
     served_client,
     t2i_item,
 )
@@ -89,17 +91,51 @@ def test_a_deadline_shorter_than_the_judge_gives_timeouts_not_a_failed_batch() -
     assert wall < 3.0  # answered at the deadline, not when the judge would have answered
 
 
-def test_a_batch_beyond_the_queue_is_429_with_retry_after() -> None:
-    settings = ServeConfig(max_queue=4, retry_after_s=3)
-    with FakeOpenAIServer(rule_judge()) as server, served_client(server.base_url, settings) as c:
-        answer = c.post("/v1/score", json={"items": [t2i_item(i) for i in range(5)]})
-        assert answer.status_code == 429
-        assert answer.headers["Retry-After"] == "3"
-        assert c.post("/v1/score", json={"items": [t2i_item(0)]}).status_code == 200
+def test_a_batch_that_can_never_fit_is_413_at_once_and_a_full_queue_429() -> None:
+    settings = ServeConfig(max_items=4, max_queue=6, retry_after_s=3)
+    with (
+        FakeOpenAIServer(rule_judge(), latency_s=1.5) as server,
+        served_client(server.base_url, settings) as c,
+    ):
+        started = time.perf_counter()
+        never = c.post("/v1/score", json={"items": [t2i_item(i) for i in range(7)]})
+        quick = time.perf_counter() - started
+        over = c.post("/v1/score", json={"items": [t2i_item(i) for i in range(5)]})
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(
+                c.post, "/v1/score", json={"items": [t2i_item(i) for i in range(4)]}
+            )
+            deadline = time.monotonic() + 10
+            while c.get("/health").json()["held"] < 4 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            full = c.post("/v1/score", json={"items": [t2i_item(i) for i in range(4)]})
+            assert running.result().status_code == 200
+        calls = len(server.requests)
+    # 7 items could never be admitted: a 413 at once, naming the limit, and no Retry-After
+    # (Flow-GRPO's client would retry a 429 or a Retry-After every 2 s, 1000 times)
+    assert never.status_code == 413 and "Retry-After" not in never.headers
+    assert "--max-queue 6" in never.json()["detail"] and quick < 1.0
+    assert over.status_code == 413 and "--max-items" in over.json()["detail"]
+    # 4 + 4 items pass the queue of 6 only while the first batch is held: retry later
+    assert full.status_code == 429 and full.headers["Retry-After"] == "3"
+    assert calls == 4  # only the admitted batch reached the judge
+
+
+def test_start_up_refuses_a_queue_smaller_than_a_batch(capsys: pytest.CaptureFixture[str]) -> None:
+    from pydantic import ValidationError
+
+    from cigeval.cli.main import main
+
+    with pytest.raises(ValidationError, match="--max-queue 4 is below --max-items 512"):
+        ServeConfig(max_queue=4)
+    status = main(["serve", "--model", "openai:m@http://127.0.0.1:9/v1", "--max-queue", "100"])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "--max-queue 100 is below --max-items 512" in err and "Value error" not in err
 
 
 def test_batches_in_flight_count_against_the_queue() -> None:
-    settings = ServeConfig(max_queue=6)
+    settings = ServeConfig(max_queue=6, max_items=6)
 
     async def scenario(base_url: str) -> tuple[int, str]:
         service = ScoringService(make_evaluator(base_url), settings)
@@ -139,13 +175,30 @@ def test_group_tie_statistics() -> None:
     assert stats["mean_group_spread"] == pytest.approx((0 + 0.5) / 2)
 
 
-def test_model_text_is_escaped() -> None:
-    reply = json.dumps({"score": 6, "reasoning": "<script>alert(1)</script> & more"})
+def test_reasoning_on_request_as_plain_text() -> None:
+    text = '<b>red</b> & square\'s "edges"'
+    reply = json.dumps({"score": 6, "reasoning": text})
     with FakeOpenAIServer([reply]) as server, served_client(server.base_url) as client:
-        result = client.post("/v1/score", json={"items": [t2i_item(0)]}).json()["results"][0]
-    reasoning = result["sub_scores"][0]["reasoning"]
-    assert "<script>" not in reasoning
-    assert reasoning == "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more"
+        asked = client.post("/v1/score", json={"items": [t2i_item(0)], "reasoning": True})
+        plain = client.post("/v1/score", json={"items": [t2i_item(0)]})
+    assert asked.json()["results"][0]["sub_scores"][0]["reasoning"] == text  # not escaped
+    assert plain.json()["results"][0]["sub_scores"][0] == {
+        "question_id": "prompt_following", "score": 6.0, "reasoning": None,
+    }  # fmt: skip
+
+
+def test_a_decompression_bomb_is_its_items_error_and_the_batch_200() -> None:
+    items = [t2i_item(0), t2i_item(1, image=png_claiming(50_000, 50_000)), t2i_item(2)]
+    items.append(t2i_item(3, image=png_claiming(5_000, 5_000)))  # under Pillow's limit, over ours
+    with FakeOpenAIServer(rule_judge()) as server, served_client(server.base_url) as client:
+        answer = client.post("/v1/score", json={"items": items})
+        calls = len(server.requests)
+    assert answer.status_code == 200
+    results = answer.json()["results"]
+    assert [r["status"] for r in results] == ["ok", "error", "ok", "error"]
+    assert "decompression bomb" in results[1]["error"] and "--max-pixels" in results[1]["error"]
+    assert "5000x5000 pixels is over" in results[3]["error"]
+    assert calls == 2
 
 
 def test_body_item_and_pixel_limits() -> None:
@@ -193,11 +246,13 @@ def test_bearer_key_is_required_when_set() -> None:
         assert c.post("/v1/score", json=body).status_code == 401
         wrong = {"Authorization": "Bearer s3cret-kez"}
         assert c.post("/v1/score", json=body, headers=wrong).status_code == 401
-        assert c.get("/v1/info").status_code == 401
-        assert c.get("/rewards").status_code == 401
+        for route in ("/v1/info", "/rewards", "/docs", "/openapi.json", "/metrics"):
+            assert c.get(route).status_code == 401, route
+        assert c.get("/health").status_code == 200  # no key needed (UniRL's roster check)
         good = {"Authorization": "Bearer s3cret-key"}
         assert c.post("/v1/score", json=body, headers=good).status_code == 200
-        assert c.get("/v1/info", headers=good).status_code == 200
+        for route in ("/v1/info", "/rewards", "/docs", "/openapi.json", "/metrics"):
+            assert c.get(route, headers=good).status_code == 200, route
 
 
 def test_non_local_bind_without_key_refuses_to_start(capsys: pytest.CaptureFixture[str]) -> None:
@@ -271,14 +326,15 @@ def test_the_serve_command_builds_the_app_from_its_flags(monkeypatch: pytest.Mon
                 "--port",
                 "9911",
                 "--max-queue",
-                "100",
+                "600",
             ]
         )
         assert status == 0 and started["host"] == "127.0.0.1" and started["port"] == 9911
         with TestClient(started["app"]) as client:
             info = client.get("/v1/info", headers={"Authorization": "Bearer from-env"}).json()
-    assert info["deadline_s"] == 5.0 and info["max_queue"] == 100
+    assert info["deadline_s"] == 5.0 and info["max_queue"] == 600
     assert info["concurrency"] == 64  # the service's default, not evaluate's 8
+    assert info["cache"] is False  # no response cache unless --cache
 
 
 def test_unreadable_judge_replies_are_counted() -> None:

@@ -40,7 +40,8 @@ class LogprobServer(FakeOpenAIServer):
         completion = super()._completion(text, index, finish_reason)
         body = self.requests[index].body
         if body.get("logprobs") and body.get("top_logprobs"):
-            variant = int(re.search(r"variant (\d+)", json.dumps(body)).group(1))  # type: ignore[union-attr]
+            found = re.search(r"variant (\d+)", json.dumps(body))
+            variant = int(found.group(1)) if found else 0  # 0: the start-up check's call
             content = []
             for token in _tokens(text):
                 top = []
@@ -77,7 +78,7 @@ def _serve(base_url: str, mode: str) -> dict[str, Any]:
         run_config=cigeval.RunConfig(use_cache=False, max_retries=0),
     )
     evaluator = build_evaluator(spec, score_mode=mode)
-    app = create_app(evaluator, ServeConfig(score_mode=mode))  # type: ignore[arg-type]
+    app = create_app(evaluator, ServeConfig(score_mode=mode, warmup=False))  # type: ignore[arg-type]
     with TestClient(app) as client:
         answer = client.post("/v1/score", json={"items": _groups()})
     assert answer.status_code == 200
@@ -96,14 +97,29 @@ def test_expected_scores_stop_the_groups_of_8_tying() -> None:
     assert expected["stats"]["ok"] == 16
     first = expected["results"][0]["sub_scores"][0]["score"]
     assert first == pytest.approx(7 * 0.68 + 6 * 0.02 + 8 * 0.3, abs=1e-3)  # variant 0
-    assert asked.count(None) == 16 and asked.count(20) == 16  # only expected mode asks
+    # only expected mode asks: its start-up check, then the 16 items
+    assert asked.count(None) == 16 and asked.count(20) == 17
 
 
-def test_a_server_without_logprobs_is_an_item_error_not_an_integer() -> None:
+def test_a_judge_without_logprobs_stops_the_start_in_expected_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def no_check(_: Any) -> None:
+        return None
+
     with FakeOpenAIServer([REPLY]) as server:
-        answer = _serve(server.base_url, "expected")
-    assert answer["stats"]["error"] == 16
-    assert "returned no token log-probabilities" in answer["results"][0]["error"]
+        with pytest.raises(ConfigError, match="answered without token log-probabilities"):
+            _serve(server.base_url, "expected")
+        calls = len(server.requests)
+        integer = _serve(server.base_url, "integer")  # the integer mode needs none
+        # as if the server had lost its log-probabilities after the start
+        monkeypatch.setattr("cigeval.serve.warmup.check_logprobs", no_check)
+        late = _serve(server.base_url, "expected")
+    assert calls == 1  # the one start-up call; no item was judged
+    assert integer["stats"]["ok"] == 16
+    # had the server lost them after the start: each item an error, never an integer
+    assert late["stats"]["error"] == 16
+    assert "returned no token log-probabilities" in late["results"][0]["error"]
 
 
 def test_expected_value_and_rewrite() -> None:

@@ -5,11 +5,10 @@ unpickler."""
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +29,6 @@ from tests.serve.support import (
     png_bytes,
     running_server,
     served_client,
-)
-
-#: UniRL's client that needs only requests and Pillow, when the reference checkout is here.
-ZERO_DEPS_CLIENT = Path(
-    "/work/ref/Tencent-Hunyuan+UniRL/unirl-reward-service/scripts/remote_client_zero_deps.py"
 )
 
 
@@ -81,43 +75,36 @@ def test_unirl_t2i_and_editing_requests() -> None:
     ]
 
 
-def test_unirl_groups_from_metadata_give_tie_statistics() -> None:
-    payload = unirl_payload([[png_bytes()]] * 3, ["cigeval"])
-    for request, group in zip(payload["requests"], ["g1", "g1", "g2"], strict=True):
+def test_unirl_groups_from_metadata_else_from_the_prompt_and_source() -> None:
+    named = unirl_payload([[png_bytes()]] * 3, ["cigeval"])
+    for request, group in zip(named["requests"], ["g1", "g1", "g2"], strict=True):
         request["metadata"] = {"group": group}
+    # as UniRL sends them (no group): 2 prompts x 2 samples, and 2 edits of two sources
+    plain = unirl_payload([[png_bytes()]] * 4, ["cigeval"])
+    plain["requests"][2]["history"][0]["text"] = plain["requests"][3]["history"][0]["text"] = "b"
+    edits = unirl_payload([[png_bytes((0, 0, i)), png_bytes()] for i in (1, 2)], ["cigeval"])
     with FakeOpenAIServer(rule_judge()) as server, served_client(server.base_url) as client:
-        stats = client.post("/score", json=payload).json()["stats"]
-    assert stats["groups"] == 1 and stats["tied_group_share"] == 1.0
+        by_name = client.post("/score", json=named).json()["stats"]
+        by_prompt = client.post("/score", json=plain).json()["stats"]
+        by_source = client.post("/score", json=edits).json()["stats"]
+    assert by_name["groups"] == 1 and by_name["tied_group_share"] == 1.0
+    assert by_prompt["groups"] == 2 and by_prompt["tied_group_share"] == 1.0
+    assert by_source["groups"] == 0  # one instruction, two sources: two groups of one
 
 
-@pytest.mark.skipif(not ZERO_DEPS_CLIENT.exists(), reason="UniRL reference checkout not here")
-def test_unirl_zero_dependency_client_runs_unchanged(tmp_path: Path) -> None:
-    image = tmp_path / "candidate.png"
-    image.write_bytes(png_bytes())
-    with FakeOpenAIServer(rule_judge(default_score=7)) as server:
-        app = create_app(make_evaluator(server.base_url), ServeConfig())
-        with running_server(app) as url:
-            run = subprocess.run(
-                [
-                    sys.executable,
-                    str(ZERO_DEPS_CLIENT),
-                    "--url",
-                    url,
-                    "--image",
-                    str(image),
-                    "--rewards",
-                    "cigeval",
-                    "--prompt",
-                    "a red square",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                env={**os.environ, "NO_PROXY": "127.0.0.1"},
-            )
-    assert run.returncode == 0, run.stderr
-    rows = [line.split() for line in run.stdout.splitlines() if line.strip()[:1].isdigit()]
-    assert [row[1] for row in rows] == ["0.7000"] * 4  # batch of 4, the first sub-metric
+def test_unirl_fill_unscored_group_mean_leaves_no_nan() -> None:
+    def judge(body: dict[str, Any]) -> str:
+        return json.dumps({"score": 9 if "zebra" in json.dumps(body) else 5, "reasoning": "r"})
+
+    payload = unirl_payload([[png_bytes()]] * 3 + [[CORRUPT]], ["cigeval"])
+    payload["requests"][0]["history"][0]["text"] = "a zebra"
+    settings = ServeConfig(fill_unscored="group-mean")
+    with FakeOpenAIServer(judge) as server, served_client(server.base_url, settings) as client:
+        body = client.post("/score", json=payload).json()
+    # the corrupt image's group ("make it red") scored 0.5 and 0.5: its reward is their mean
+    assert [r["cigeval"]["score"] for r in body["results"]] == [0.9, 0.5, 0.5, 0.5]
+    assert body["results"][3]["cigeval"] == {"score": 0.5}  # no made-up sub-scores
+    assert "filled in" in body["errors"][3]["cigeval"] and body["stats"]["filled"] == 1
 
 
 def flow_grpo_body(images: np.ndarray, prompts: list[str]) -> bytes:
@@ -204,3 +191,90 @@ def test_the_unpickler_reads_numpy_string_arrays_and_lists() -> None:
     assert images == [b"a", b"b"] and prompts == ["x", "yy"]
     _, listed = load_flow_grpo_body(pickle.dumps({"images": [b"a"], "prompts": ["z"]}))
     assert listed == ["z"]
+
+
+def editscore_body(sources: list[Any], outputs: list[Any], instructions: list[str]) -> bytes:
+    """What EditScore's ``RewardClient.evaluate`` posts (examples/OmniGen2-RL): the trainer's
+    gathered PIL images, one list of input images per sample, and each sample's metadata as
+    JSON text."""
+    return pickle.dumps(
+        {
+            "input_images": sources,
+            "output_image": outputs,
+            "meta_datas": [
+                json.dumps({"instruction": text, "id": str(i)})
+                for i, text in enumerate(instructions)
+            ],
+            "server_type": "vlm",
+        }
+    )
+
+
+def test_editscore_pickle_protocol() -> None:
+    judge = rule_judge(scores={"edit_success": 8, "over_editing": 4})
+    source = Image.new("RGB", (48, 48), "white")
+    outputs = [Image.new("RGB", (48, 48), "red"), Image.new("RGB", (48, 48), "blue")]
+    body = editscore_body([[source], [source]], outputs, ["make it red"] * 2)
+    bomb = editscore_body([[source]], [Image.new("RGB", (80, 80))], ["make it red"])
+    settings = ServeConfig(accept_pickle=True, max_pixels=64 * 64)
+    with FakeOpenAIServer(judge) as server:
+        app = create_app(
+            make_evaluator(server.base_url), settings.model_copy(update={"warmup": False})
+        )
+        with running_server(app) as url:
+            ping = requests.get(f"{url}/ping", timeout=30)
+            headers = {"Content-Type": "application/octet-stream"}
+            answer = requests.post(url, data=body, headers=headers, timeout=60)
+            too_big = requests.post(url, data=bomb, headers=headers, timeout=60)
+    assert ping.status_code == 200
+    assert answer.status_code == 200
+    result = pickle.loads(answer.content)
+    # what RewardClient reads: scores, rewards, reasoning, meta_data (one entry per image)
+    assert result["rewards"] == [0.4, 0.4]  # min(8, 4) / 10
+    assert result["scores"] == [0.0, 0.0]  # 1.0 where the reward is at least 0.5
+    assert result["component_rewards"] == {"edit_success": [8.0, 8.0], "over_editing": [4.0, 4.0]}
+    assert all("edit_success: 8" in text for text in result["reasoning"])
+    assert [m["instruction"] for m in result["meta_data"]] == ["make it red"] * 2
+    refused = pickle.loads(too_big.content)
+    assert too_big.status_code == 200 and math.isnan(refused["rewards"][0])
+    assert "80x80 pixels is over the server's limit" in refused["errors"][0]
+
+
+def test_flow_grpo_fill_in_never_nan_and_503_when_nothing_scored() -> None:
+    images = np.zeros((3, 32, 32, 3), dtype=np.uint8)
+    good = flow_grpo_body(images, ["a red square"] * 3)
+    mixed = pickle.dumps({"images": [*pickle.loads(good)["images"][:2], CORRUPT],
+                          "prompts": ["a red square"] * 3})  # fmt: skip
+    hopeless = pickle.dumps({"images": [CORRUPT, b"x"], "prompts": ["a", "b"]})
+    settings = ServeConfig(accept_pickle=True, fill_unscored="group-mean", retry_after_s=5)
+    with (
+        FakeOpenAIServer(rule_judge(default_score=7)) as server,
+        served_client(server.base_url, settings) as client,
+    ):
+        filled = client.post("/", content=mixed)
+        nothing = client.post("/", content=hopeless)
+    assert filled.status_code == 200
+    assert pickle.loads(filled.content)["outputs"] == [0.7, 0.7, 0.7]  # its group's mean
+    # nothing to fill in from: a retryable 503, never NaN to a client without NaN handling
+    assert nothing.status_code == 503 and nothing.headers["Retry-After"] == "5"
+    assert "no item of this batch of 2 was scored" in nothing.json()["detail"]
+
+
+def test_pickled_images_are_checked_before_memory_is_taken() -> None:
+    from cigeval.serve.pickle_body import PickledImage, load_pickle
+
+    def pickled_state(mode: str, size: tuple[int, int], data: bytes) -> bytes:
+        # a pickled PIL image (class, NEWOBJ, BUILD) with any state: info, mode, size,
+        # palette, pixel data
+        state = pickle.dumps([{}, mode, size, None, data], protocol=3)[2:-1]
+        return b"\x80\x03cPIL.Image\nImage\n)\x81" + state + b"b."
+
+    huge = load_pickle(pickled_state("RGB", (100_000, 100_000), b"x" * 12), 4096 * 4096)
+    short = load_pickle(pickled_state("RGB", (4, 4), b"x" * 12), 4096 * 4096)
+    odd = load_pickle(pickled_state("BGR;16", (2, 2), b"x" * 8), 4096 * 4096)
+    fine = load_pickle(pickle.dumps([Image.new("RGB", (3, 2), "red")]), 4096 * 4096)[0]
+    assert isinstance(huge, PickledImage) and huge.image is None
+    assert "100000x100000 pixels is over" in str(huge.problem)
+    assert short.image is None and "wrong length" in str(short.problem)
+    assert odd.image is None and "mode 'BGR;16'" in str(odd.problem)
+    assert fine.image.size == (3, 2) and fine.image.getpixel((0, 0)) == (255, 0, 0)
