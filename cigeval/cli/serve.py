@@ -6,9 +6,10 @@ import argparse
 import logging
 import os
 import sys
+from typing import Any
 
 from cigeval.cli._common import UsageError
-from cigeval.cli._flags import add_config_flags, build_config, judge_configs
+from cigeval.cli._flags import add_config_flags, build_config, config_values, judge_configs
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError
@@ -69,7 +70,12 @@ def configure_serve_parser(p: argparse.ArgumentParser) -> None:
 
 def build_settings(args: argparse.Namespace, run_config: RunConfig) -> ServeConfig:
     """The service settings from the flags; the key from $CIGEVAL_SERVE_API_KEY if not given."""
-    base = {"concurrency": run_config.concurrency, "api_key": os.environ.get(API_KEY_ENV) or None}
+    base: dict[str, object] = {
+        "concurrency": run_config.concurrency,
+        "api_key": os.environ.get(API_KEY_ENV) or None,
+    }
+    if "max_image_bytes" in config_values(args, RunConfig):  # else the service's own default
+        base["max_image_bytes"] = run_config.max_image_bytes
     try:
         settings: ServeConfig = build_config(args, ServeConfig, base=base)
     except UsageError as exc:  # a check across flags has no flag of its own to name
@@ -84,11 +90,23 @@ def build_settings(args: argparse.Namespace, run_config: RunConfig) -> ServeConf
 def _log_to_stderr() -> None:
     """The service's own messages (warm-up, refused pickles) on stderr, beside uvicorn's."""
     logger = logging.getLogger("cigeval.serve")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+    if not any(isinstance(h, _Stderr) for h in logger.handlers):
+        handler = _Stderr()
         handler.setFormatter(logging.Formatter("cigeval serve: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler writing to whatever ``sys.stderr`` is when a message comes."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: Any) -> None:
+        pass
 
 
 def run_serve(args: argparse.Namespace) -> int:

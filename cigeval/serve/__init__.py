@@ -1,9 +1,10 @@
 """``cigeval serve``: the agentic judge as a reward service for RL training (docs/serve.md).
 
 The app (:func:`create_app`, FastAPI; an extra: ``pip install 'cigeval[serve]'``) speaks its
-own API and the trainers' protocols (UniRL, Flow-GRPO, EditScore); :mod:`cigeval.serve.adapters` holds
-the reward functions a training script imports (Flow-GRPO, verl), against a server or
-in-process. Nothing here is imported by ``import cigeval``.
+own API and the trainers' protocols (UniRL, Flow-GRPO, EditScore); the package
+:mod:`cigeval.serve.adapters` holds the reward functions a training script imports
+(Flow-GRPO, verl), against a server or in-process. Nothing here is imported by
+``import cigeval``.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ read on the event loop and parsed, decoded and checked in a worker thread
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import logging
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cigeval.serve")
 
-#: Seconds a /health answer is reused (each one asks the judge server).
+#: Seconds a /health answer stands before the judge's server is asked again (beside the
+#: answer, which never waits for it).
 _HEALTH_TTL_S = 10.0
 _JSON = "application/json"
 
@@ -127,6 +129,7 @@ def create_app(
         try:
             if preflight:
                 await evaluator.preflight_async()  # type: ignore[union-attr]
+                state["health"] = (time.monotonic(), None)
             if settings.score_mode == "expected":
                 await check_logprobs(evaluator)  # type: ignore[arg-type]
             service = ScoringService(evaluator, settings)  # type: ignore[arg-type]
@@ -223,17 +226,24 @@ def create_app(
             "process": os.getpid(),
         }
 
+    async def check_judge() -> None:
+        try:
+            await service().evaluator.preflight_async()
+            state["health"] = (time.monotonic(), None)
+        except Exception as exc:
+            state["health"] = (time.monotonic(), f"{type(exc).__name__}: {exc}")
+
     @app.get("/health", summary="Whether the judge's server answers (503 when not)")
     async def health() -> JSONResponse:
         checked = state.get("health")
-        if checked is None or time.monotonic() - checked[0] > _HEALTH_TTL_S:
-            try:
-                await service().evaluator.preflight_async()
-                checked = (time.monotonic(), None)
-            except Exception as exc:
-                checked = (time.monotonic(), f"{type(exc).__name__}: {exc}")
-            state["health"] = checked
-        problem = checked[1]
+        if checked is None:
+            await check_judge()
+        elif time.monotonic() - checked[0] > _HEALTH_TTL_S:
+            # answered from the last check at once; the next check runs beside it
+            running = state.get("health_check")
+            if running is None or running.done():
+                state["health_check"] = asyncio.ensure_future(check_judge())
+        problem = state["health"][1]
         body = {
             "status": "ok" if problem is None else "unavailable",
             "judge_reachable": problem is None,

@@ -74,8 +74,8 @@ class ServeConfig(BaseModel):
     max_image_bytes: int = Field(
         64 * 2**20,
         ge=1,
-        description="bytes of one image file (an --image-root file is checked before it is read)",
-        json_schema_extra=flag("--max-image-bytes"),
+        description="bytes of one image file (an --image-root file is checked before it is "
+        "read); the command line's --max-image-bytes sets it",
     )
     image_root: Path | None = Field(
         None,

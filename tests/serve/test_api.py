@@ -183,7 +183,7 @@ def test_reasoning_on_request_as_plain_text() -> None:
         plain = client.post("/v1/score", json={"items": [t2i_item(0)]})
     assert asked.json()["results"][0]["sub_scores"][0]["reasoning"] == text  # not escaped
     assert plain.json()["results"][0]["sub_scores"][0] == {
-        "question_id": "prompt_following", "score": 6.0, "reasoning": None,
+        "question_id": "prompt_following", "score": 6.0, "reasoning": None, "evidence": [],
     }  # fmt: skip
 
 
