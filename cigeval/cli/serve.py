@@ -97,10 +97,10 @@ def _log_to_stderr() -> None:
         logger.setLevel(logging.INFO)
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler):
     """A handler writing to whatever ``sys.stderr`` is when a message comes."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 
