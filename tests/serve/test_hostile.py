@@ -49,7 +49,7 @@ hostile_bytes = st.one_of(st.sampled_from(HOSTILE_FILES), st.binary(max_size=48)
 junk = st.one_of(
     st.none(),
     st.integers(),
-    st.floats(allow_nan=True),
+    st.floats(allow_nan=False, allow_infinity=False),  # JSON has neither
     st.text(max_size=12),
     st.lists(st.integers(), max_size=3),
     st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
