@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         evaluate_many_async,
     )
     from cigeval.hf_datasets import dataset_samples
+    from cigeval.meta.calibrate import calibrate
     from cigeval.report import report_html, write_report
     from cigeval.results import read_records, to_frame
     from cigeval.rubrics import Rubric, define_rubric, register_rubric
@@ -73,6 +74,7 @@ _PUBLIC: dict[str, str] = {
     "report_html": "cigeval.report",
     "write_report": "cigeval.report",
     "compare": "cigeval.comparisons",
+    "calibrate": "cigeval.meta.calibrate",
     # extension points
     "TaskSpec": "cigeval.tasks",
     "SubQuestion": "cigeval.tasks",
@@ -120,6 +122,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "__version__",
+    "calibrate",
     "compare",
     "dataset_samples",
     "define_rubric",

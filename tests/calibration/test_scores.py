@@ -1,0 +1,112 @@
+"""Calibrating scores on data no calibration was fitted to: a judge and ratings the tests
+make, the ImagenHub layout without the shipped files. Coverage near nominal, each step gated,
+the file reproduces the held-out predictions, records of another judge refused."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from cigeval.calibration import (
+    CalibrationMismatch,
+    calibrate_records,
+    calibrated_field,
+    load_calibration,
+)
+from cigeval.cli import main
+from cigeval.meta.calibrate import calibrate_labels
+from tests.calibration.synthetic import imagenhub_like, results_and_labels
+
+pytest.importorskip("sklearn")
+
+
+def test_labels_on_a_new_judge_and_scale(tmp_path: Path) -> None:
+    results, labels, records = results_and_labels(tmp_path)
+    result = calibrate_labels([results], labels, folds=3, n_boot=200)
+    held = result.heldout
+    # 360 held-out ratings on a 1-5 scale, nominal 90%
+    assert 0.82 <= held["coverage"] <= 0.97
+    steps = {s.step: s for s in result.calibration.steps}
+    assert steps["map"].kept  # the judge's 0-1 scores are not on the 1-5 scale
+    assert not steps["jury"].kept and steps["jury"].reason == "not tried: one judge"
+    for row in result.predictions:
+        low, high = row["interval"]
+        assert 1.0 <= low <= row["value"] <= high <= 5.0 or low <= high
+    # the file applied to the records: values on the label scale, every record calibrated
+    calibration = load_calibration(json.loads(result.calibration.to_json()))
+    calibrated = calibrate_records(calibration, records)
+    assert all(1.0 <= r["calibrated"]["value"] <= 5.0 for r in calibrated)
+    assert all(len(r["calibrated"]["interval"]) == 2 for r in calibrated)
+    # a better score maps to a calibrated value at least as high (the map is monotone)
+    ordered = sorted(calibrated, key=lambda r: (r["task"], r["score"]))
+    for a, b in itertools.pairwise(ordered):
+        if a["task"] == b["task"] and not steps["aggregation"].kept:
+            assert a["calibrated"]["value"] <= b["calibrated"]["value"] + 1e-12
+
+
+def test_a_file_fitted_for_another_judge_is_refused(tmp_path: Path) -> None:
+    results, labels, _ = results_and_labels(tmp_path, prompts=40)
+    calibration = calibrate_labels([results], labels, folds=2, n_boot=0).calibration
+    _, _, others = results_and_labels(tmp_path / "other", prompts=4, judge="openai:other-judge")
+    with pytest.raises(CalibrationMismatch) as raised:
+        calibrate_records(calibration, others)
+    assert "judges" in str(raised.value) and "openai:other-judge" in str(raised.value)
+    changed = dict(others[0], judge="openai:synthetic-judge")
+    changed["provenance"] = dict(
+        others[0]["provenance"],
+        prompt_set="custom:0123",
+        judges=[{"judge": "openai:synthetic-judge", "prompt_set": "custom:0123"}],
+    )
+    with pytest.raises(CalibrationMismatch, match="prompt_set"):
+        calibrate_records(calibration, [changed])
+
+
+def test_imagenhub_contract_on_the_imagenhub_layout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in").mkdir()
+    ratings, good, weak, split = imagenhub_like(tmp_path / "in", uids=15)
+    cal, pred = tmp_path / "cal.json", tmp_path / "pred.jsonl"
+    argv = ["calibrate", "imagenhub", "--scores", str(good), "--scores", str(weak)]
+    argv += ["--split", str(split), "--human-ratings", str(ratings), "--json", "-o", str(cal)]
+    assert main([*argv, "--predictions", str(pred), "--bootstrap", "100"]) == 0
+    held = json.loads(capsys.readouterr().out)["heldout"]
+    for key in ("coverage", "best_single", "calibrated", "wtl_before", "wtl_after"):
+        assert isinstance(held[key], float), key
+    assert len(held["coverage_by_task"]) == 7
+    assert len(held["gain_interval"]) == 2
+    assert held["best_single_judge"] == ["good_judge"]
+    rows = [json.loads(line) for line in pred.read_text().splitlines()]
+    assert rows and all(
+        set(r) == {"task", "model", "uid", "human", "value", "interval"} for r in rows
+    )
+    # 'human' is the raters' mean SC, as meta reads it
+    row = next(r for r in rows if r["task"] == "mask_guided_ie")
+    folder = ratings / "ImagenHub_Mask-Guided_IE"
+    cells = []
+    for rater in (1, 2, 3):
+        lines = (folder / f"Synthetic_rater{rater}.tsv").read_text().splitlines()
+        models = lines[0].split("\t")[1:]
+        line = next(x for x in lines[1:] if x.split("\t")[0] == row["uid"])
+        cells.append(json.loads(line.split("\t")[1 + models.index(row["model"])])[0])
+    assert row["human"] == pytest.approx(statistics.mean(cells))
+    test_uids = json.loads(split.read_text())["test"]
+    assert all(r["uid"] in test_uids[r["task"]] for r in rows)  # held-out images only
+    calibration = load_calibration(cal)
+    assert calibration.binding.judges[0] == "table:good_judge"
+    assert calibration.data["fingerprint"] and calibration.dimension == "SC"
+
+
+def test_calibrated_field_says_why_it_has_no_value(tmp_path: Path) -> None:
+    results, labels, records = results_and_labels(tmp_path, prompts=40)
+    calibration = calibrate_labels([results], labels, folds=2, n_boot=0).calibration
+    other_task = dict(records[0], task="multi_concept_ic")
+    field = calibrated_field(calibration, other_task)
+    assert field is not None and field["value"] is None and "multi_concept_ic" in field["note"]
+    assert calibrated_field(calibration, dict(records[0], status="error", score=None)) is None
+    wide = calibrated_field(calibration, records[0], abstain_width=0.0)
+    assert wide is not None and wide["abstain"] is True
