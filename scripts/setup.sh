@@ -7,7 +7,7 @@
 # multi-GB CUDA build. CI's other environments and Chromium are scripts/setup_test.sh's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ALL=(dev hf grounding ocr robust train ray ray-serve anthropic datasets wandb mlflow inspect mcp)
+ALL=(dev hf grounding ocr robust train ray ray-serve anthropic datasets wandb mlflow inspect mcp calibrate)
 NEED_TORCH=" hf grounding train "
 
 WANT=()

@@ -73,6 +73,7 @@ def test_all_installs_every_extra_ci_uses_and_then_covers_the_others(tmp_path: P
     assert installs[0] == "-m pip install --quiet torch==2.13.0"
     extras = installs[1].split("[", 1)[1].rstrip("]").split(",")
     assert {"dev", "grounding", "hf", "inspect", "mcp", "train", "ray", "ray-serve"} <= set(extras)
+    assert "calibrate" in extras  # scikit-learn, for cigeval calibrate's tests
     assert "litellm" not in extras  # its pins clash: an environment of its own
     assert _setup(checkout) == [] and _setup(checkout, "hf", "grounding") == []
 

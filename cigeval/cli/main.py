@@ -54,8 +54,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("serve", "serve the judge as a reward service for RL training (docs/serve.md)"),
     Command(
         "calibrate",
-        "learn from human labels how far the judge's scores can be trusted "
-        "(docs/calibration.md)",
+        "learn from human labels how far the judge's scores can be trusted (docs/calibration.md)",
     ),
     Command("serve-bench", "drive a running `cigeval serve`: latency percentiles, images/s"),
     Command("mcp", "serve the judge to agents as MCP tools: judge_image, list_tasks, probe_judge"),
