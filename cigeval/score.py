@@ -182,6 +182,12 @@ class Score(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict, description="Rubric-specific output.")
     spread: dict[str, float] | None = Field(None, description="Disagreement among judges.")
     judge: str | None = Field(None, description="Identity of the judge model(s).")
+    calibrated: dict[str, Any] | None = Field(
+        None,
+        description="The calibrated value on the human scale and its interval, "
+        '``{"value": v, "interval": [lo, hi]}`` (plus ``abstain`` or a ``note``), when a '
+        "calibration file was applied (docs/calibration.md); ``value`` stays the raw score.",
+    )
     input_images: dict[str, str] = Field(
         default_factory=dict, description="The sample's images shown to the judge: role -> sha256."
     )
@@ -262,6 +268,8 @@ class Score(BaseModel):
             record["details"] = self.details
         if self.spread is not None:
             record["spread"] = self.spread
+        if self.calibrated is not None:
+            record["calibrated"] = self.calibrated
         record.update(self.passthrough)
         if self.input_images:
             record["input_images"] = self.input_images
@@ -297,6 +305,7 @@ class Score(BaseModel):
             "dimensions",
             "details",
             "spread",
+            "calibrated",
             "judge",
             "input_images",
             "images_not_shown",
@@ -321,6 +330,7 @@ class Score(BaseModel):
             dimensions=record.get("dimensions") or {},
             details=record.get("details") or {},
             spread=record.get("spread"),
+            calibrated=record.get("calibrated"),
             judge=record.get("judge"),
             input_images=record.get("input_images") or {},
             images_not_shown=record.get("images_not_shown") or {},

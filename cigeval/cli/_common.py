@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cigeval.errors import CigevalError, PreflightError
@@ -16,8 +18,6 @@ from cigeval.runs.status import (
 )
 
 if TYPE_CHECKING:
-    import argparse
-
     from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
     from cigeval.evaluation import Evaluator
 
@@ -28,6 +28,8 @@ __all__ = [
     "EXIT_TERMINATED",
     "EXIT_USAGE",
     "UsageError",
+    "add_calibration",
+    "add_calibration_flags",
     "make_evaluator",
     "run_preflight",
 ]
@@ -53,12 +55,42 @@ def make_evaluator(
     from cigeval.evaluation import Evaluator
 
     try:
-        return Evaluator(
+        evaluator = Evaluator(
             args.model,
             config=config,
             run_config=run_config,
             base_url=args.base_url,
             ensemble=ensemble,
         )
+        add_calibration(args, evaluator)
     except CigevalError as exc:
         raise UsageError(str(exc)) from None
+    return evaluator
+
+
+def add_calibration_flags(group: argparse._ActionsContainer) -> None:
+    """``--calibration FILE`` and ``--abstain-width W`` (docs/calibration.md), added to a
+    parser or one of its groups."""
+    group.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE",
+        help="a file written by cigeval calibrate (docs/calibration.md): every scored record "
+        "also gets its calibrated value and interval; refused when fitted for another judge, "
+        "rubric or prompt set",
+    )
+    group.add_argument(
+        "--abstain-width",
+        type=float,
+        metavar="W",
+        help="with --calibration: mark items whose interval is wider than W (abstain)",
+    )
+
+
+def add_calibration(args: argparse.Namespace, evaluator: Evaluator) -> None:
+    """Apply ``--calibration`` to ``evaluator`` (CalibrationMismatch when it does not fit)."""
+    path = getattr(args, "calibration", None)
+    if path is not None:
+        evaluator.use_calibration(path, getattr(args, "abstain_width", None))
+    elif getattr(args, "abstain_width", None) is not None:
+        raise UsageError("--abstain-width needs --calibration")

@@ -7,7 +7,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cigeval.cli._common import EXIT_SAMPLE_ERRORS, UsageError, make_evaluator
+from cigeval.cli._common import (
+    EXIT_SAMPLE_ERRORS,
+    UsageError,
+    add_calibration_flags,
+    make_evaluator,
+)
 from cigeval.cli._dataset import add_dataset_flags, add_folder_flags, samples_source
 from cigeval.cli._flags import add_config_flags, build_config, judge_configs
 from cigeval.cli._help import split_help
@@ -90,6 +95,7 @@ def configure_evaluate_parser(p: argparse.ArgumentParser) -> None:
     add_config_flags(r, RunConfig)
     r.add_argument("--price-table", type=Path, help="JSON: model -> USD per 1M prompt/completion")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_calibration_flags(r)
     add_track_flags(p)
     split_help(p, COMMON_FLAGS)  # keep last: flags added after it would show in --help
 

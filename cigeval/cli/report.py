@@ -40,6 +40,13 @@ def configure_report_parser(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--title", default="cigeval report", help="the page's title")
     p.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE",
+        help="a file written by cigeval calibrate: show each score's calibrated value and interval, and "
+        "each generator's mean calibrated value (records already calibrated keep theirs)",
+    )
+    p.add_argument(
         "--group-by",
         metavar="FIELD",
         help="leaderboard columns by this sample field or metadata key instead of the task "
@@ -77,17 +84,21 @@ def run_report(args: argparse.Namespace) -> int:
     except CigevalError as exc:
         raise UsageError(str(exc)) from None
     started = time.perf_counter()
-    report = build_report(
-        args.results,
-        n_boot=args.bootstrap,
-        level=args.confidence,
-        seed=args.seed,
-        thumbnail_side=args.thumbnail_size,
-        title=args.title,
-        baseline=args.baseline,
-        thumbnail_cache=args.thumbnail_cache,
-        group_by=args.group_by,
-    )
+    try:
+        report = build_report(
+            args.results,
+            n_boot=args.bootstrap,
+            level=args.confidence,
+            seed=args.seed,
+            thumbnail_side=args.thumbnail_size,
+            title=args.title,
+            baseline=args.baseline,
+            thumbnail_cache=args.thumbnail_cache,
+            group_by=args.group_by,
+            calibration=args.calibration,
+        )
+    except CigevalError as exc:  # a calibration file that does not fit the records
+        raise UsageError(str(exc)) from None
     try:
         path = report.write(args.out)
     except CigevalError as exc:  # a path that is an input, a folder that cannot be written

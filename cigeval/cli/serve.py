@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from cigeval.cli._common import UsageError
+from cigeval.cli._common import UsageError, add_calibration, add_calibration_flags
 from cigeval.cli._flags import add_config_flags, build_config, config_values, judge_configs
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
@@ -66,6 +66,7 @@ def configure_serve_parser(p: argparse.ArgumentParser) -> None:
         "--ray-address",
         help="an existing Ray cluster to deploy on (with --replicas; default: a local Ray)",
     )
+    add_calibration_flags(s)
 
 
 def build_settings(args: argparse.Namespace, run_config: RunConfig) -> ServeConfig:
@@ -130,6 +131,8 @@ def run_serve(args: argparse.Namespace) -> int:
         args.model, config=config, run_config=run_config, ensemble=ensemble, base_url=args.base_url
     )
     if args.replicas:
+        if args.calibration is not None:
+            raise UsageError("--calibration applies to one process; leave out --replicas")
         from cigeval.serve.ray_app import run_ray_serve
 
         return run_ray_serve(spec, settings, args.replicas, args.ray_address)
@@ -138,6 +141,7 @@ def run_serve(args: argparse.Namespace) -> int:
     # The app runs the preflight itself at startup (so a later outage is not remembered).
     try:
         evaluator = build_evaluator(spec, score_mode=settings.score_mode)
+        add_calibration(args, evaluator)
     except CigevalError as exc:
         raise UsageError(str(exc)) from None
     app = create_app(evaluator, settings, preflight=run_config.preflight)

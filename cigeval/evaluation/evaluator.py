@@ -73,6 +73,7 @@ from cigeval.trace import ErrorEvent, Trace
 
 if TYPE_CHECKING:
     from cigeval.backends.batch import BatchCoordinator
+    from cigeval.calibration import Calibration
 
 T = TypeVar("T")
 E = TypeVar("E", bound="Evaluator")
@@ -137,6 +138,9 @@ class Evaluator:
     :class:`~cigeval.errors.PreflightError` as ``cigeval evaluate``): a server that is down
     or weights that are missing fail at once, not per sample. ``preflight=False`` (or
     ``RunConfig(preflight=False)``) skips it.
+
+    ``calibration`` (a calibration file, docs/calibration.md) adds to every scored Score its
+    calibrated value and interval (:meth:`use_calibration`).
     """
 
     def __init__(
@@ -148,6 +152,7 @@ class Evaluator:
         base_url: str | None = None,
         ensemble: EnsembleConfig | None = None,
         preflight: bool | None = None,
+        calibration: Any = None,
         **config_overrides: Any,
     ) -> None:
         base = config or EvalConfig()
@@ -200,6 +205,12 @@ class Evaluator:
         #: None where the short cut does not apply (no cache, an ensemble, batch, a backend
         #: given without the cache, a rubric or tool of the user's).
         self.replay = self._sample_replay()
+        #: The calibration applied to every Score (:meth:`use_calibration`), or None.
+        self.calibration: Calibration | None = None
+        #: Calibrated scores with a wider interval are marked ``abstain`` (None: the file's).
+        self.abstain_width: float | None = None
+        if calibration is not None:
+            self.use_calibration(calibration)
 
     def _sample_replay(self) -> SampleReplay | None:
         helpers = [self.scene_graph_backend] if self.scene_graph_backend is not None else []
@@ -331,6 +342,45 @@ class Evaluator:
                 done.append(f"tool {tool.name}: ready")
         return done
 
+    def use_calibration(self, calibration: Any, abstain_width: float | None = None) -> None:
+        """Apply a calibration file (a path, its parsed JSON or a
+        :class:`~cigeval.calibration.Calibration`) to every Score from now on: each scored one
+        gains ``calibrated`` (value on the human scale and interval), its raw value kept.
+        ``abstain_width`` marks items whose interval is wider (default: the file's own).
+        :class:`~cigeval.calibration.CalibrationMismatch` when the file was fitted for another
+        judge, rubric, method, aggregate rule or prompt set (docs/calibration.md)."""
+        from cigeval.calibration import binding_of_record, check_binding, load_calibration
+
+        loaded = load_calibration(calibration)
+        if loaded.kind != "scores":
+            raise InputError(
+                f"calibration {loaded.source}: a {loaded.kind} calibration decides between "
+                "candidates from several judges' votes; it does not apply to scores"
+            )
+        check_binding(loaded, binding_of_record(self.identity_record()))
+        self.calibration, self.abstain_width = loaded, abstain_width
+
+    def identity_record(self) -> dict[str, Any]:
+        """What this evaluator's records say of their judge (rubric, settings, provenance,
+        judge identity), the part a calibration is bound to."""
+        return {
+            "rubric": self.config.rubric,
+            "config": self._config_record(),
+            "provenance": self._provenance(),
+            "judge": self.judge_identity,
+        }
+
+    def calibrate_score(self, score: Score) -> Score:
+        """``score`` with its ``calibrated`` entry, when a calibration is in use and the score
+        has none yet (unchanged otherwise)."""
+        if self.calibration is None or not score.ok or score.calibrated is not None:
+            return score
+        from cigeval.calibration import calibrated_field
+
+        record = score.to_record(include_trace=False)
+        score.calibrated = calibrated_field(self.calibration, record, self.abstain_width)
+        return score
+
     @property
     def judge_identity(self) -> str:
         """The judge model(s), as recorded in each Score."""
@@ -444,7 +494,7 @@ class Evaluator:
         # Under --batch the coordinator watches this sample to tell when a stage is complete.
         scope = self.batch.sample_scope() if self.batch else contextlib.nullcontext()
         with bypass, scope:
-            return await self._evaluate(item)
+            return self.calibrate_score(await self._evaluate(item))
 
     async def _evaluate(self, item: SampleInput) -> Score:
         started = time.perf_counter()

@@ -122,9 +122,18 @@ def _condition_label(name: str) -> str:
 
 def _score_text(record: Mapping[str, Any]) -> str | None:
     value = record.get("score")
-    if record.get("status") == "ok" and isinstance(value, int | float):
-        return f"{value:.3f}"
-    return None
+    if record.get("status") != "ok" or not isinstance(value, int | float):
+        return None
+    text = f"{value:.3f}"
+    calibrated = record.get("calibrated")
+    if isinstance(calibrated, Mapping) and isinstance(calibrated.get("value"), int | float):
+        text += f" · calibrated {calibrated['value']:.3f}"
+        interval = calibrated.get("interval")
+        if isinstance(interval, list | tuple) and len(interval) == 2:
+            text += f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+        if calibrated.get("abstain"):
+            text += " (abstain: interval too wide)"
+    return text
 
 
 def _sub_score(sub: Mapping[str, Any]) -> str | None:

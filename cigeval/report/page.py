@@ -410,6 +410,17 @@ def _thinned(humans: list[HumanAgreement]) -> list[HumanAgreement]:
     return out
 
 
+def _calibrate_runs(runs: list[Run], calibration: Any) -> None:
+    """Add the calibrated value to each record of ``runs`` that lacks one."""
+    from cigeval.calibration import calibrate_records, load_calibration
+
+    loaded = load_calibration(calibration)
+    for run in runs:
+        todo = [r for r in run.records if "calibrated" not in r]
+        done = iter(calibrate_records(loaded, todo))
+        run.records = [r if "calibrated" in r else next(done) for r in run.records]
+
+
 def build_report(
     sources: Iterable[str | Path | Run] | Sequence[Any],
     *,
@@ -422,6 +433,7 @@ def build_report(
     baseline: str | None = None,
     thumbnail_cache: str | Path | bool = True,
     group_by: str | None = None,
+    calibration: Any = None,
 ) -> Report:
     """A :class:`Report` of one or more runs: results files (paths), :class:`Run` objects, or
     one list of Scores/records. Several runs (one per judge) are matched by sample id.
@@ -436,6 +448,10 @@ def build_report(
     ``group_by``: the leaderboards' columns are the values of this record field or metadata
     key (``category``, ``seed``, ``metadata.tag``; :func:`~cigeval.results.record.group_of`)
     instead of the tasks.
+    ``calibration``: a calibration file (docs/calibration.md) applied to every record that
+    holds no calibrated value yet; records it was not fitted for are refused
+    (:class:`~cigeval.calibration.CalibrationMismatch`). Records calibrated by ``evaluate
+    --calibration`` show theirs without it.
     """
     items = list(sources)
     if items and not any(isinstance(i, str | Path | Run) for i in items):  # Scores or records
@@ -459,6 +475,8 @@ def build_report(
         if mixed:
             problems.append(mixed)
     runs = split
+    if calibration is not None:
+        _calibrate_runs(runs, calibration)
     for run, label in zip(runs, distinct_labels(runs), strict=True):
         run.label = label
     if not 0 < level < 1:

@@ -70,6 +70,9 @@ class Leaderboard:
     unranked: list[str] = field(default_factory=list)
     #: The field the columns group records by (``--group-by``); None: the task.
     group_by: str | None = None
+    #: Per generator, the cell of its calibrated values (records with ``calibrated``, from a
+    #: calibration file: docs/calibration.md); empty when no record has one.
+    calibrated: dict[str, Cell] = field(default_factory=dict)
 
     def rank(self, generator: str) -> int | None:
         """1 + the number of ranked generators with a higher mean (ties share a rank); None
@@ -90,6 +93,7 @@ def leaderboard(
     the values of the record field ``group_by`` (:func:`~cigeval.results.record.group_of`:
     ``category``, ``seed``, ``metadata.tag``, ...)."""
     scores: dict[tuple[str, str], list[float]] = defaultdict(list)
+    calibrated: dict[str, list[float]] = defaultdict(list)
     errors: dict[tuple[str, str], int] = defaultdict(int)
     tasks: dict[str, None] = {}
     generators: dict[str, None] = {}
@@ -104,6 +108,9 @@ def leaderboard(
             errors[key] += 1
         else:
             scores[key].append(value)
+            mapped = (record.get("calibrated") or {}).get("value")
+            if isinstance(mapped, int | float):
+                calibrated[key[0]].append(float(mapped))
     overall: dict[str, Cell] = {}
     by_task: dict[str, dict[str, Cell]] = {}
     for generator in generators:
@@ -122,7 +129,16 @@ def leaderboard(
         key=lambda g: (overall[g].mean is None, -(overall[g].mean or 0.0), g),
     )
     unranked = [NO_GENERATOR] if NO_GENERATOR in generators else []
-    return Leaderboard(run.label, sorted(tasks), ranking, overall, by_task, unranked, group_by)
+    return Leaderboard(
+        run.label,
+        sorted(tasks),
+        ranking,
+        overall,
+        by_task,
+        unranked,
+        group_by,
+        {g: cell(values, 0, n_boot, level, seed) for g, values in calibrated.items()},
+    )
 
 
 def column_of(record: dict[str, Any], group_by: str | None) -> str:

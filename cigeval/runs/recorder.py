@@ -3,6 +3,7 @@ the summary."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cigeval.redact import redact_credentials
@@ -62,6 +63,9 @@ class Recorder:
         #: Where each item being judged stands in the input (``PendingCounts.positions``),
         #: recorded as ``provenance.input_position`` so reports can keep the input's order.
         self.positions: dict[str, int] = {}
+        #: Adds the calibrated value to a Score that lacks it (a Ray worker's evaluator holds
+        #: no calibration; the driver's does), or None without a calibration.
+        self.calibrate: Callable[[Score], Score] | None = None
         summary.degraded_are_errors = options.on_degraded == "error"
 
     def accept(self, score: Score) -> bool:
@@ -92,6 +96,8 @@ class Recorder:
             self._write(score)
 
     def _write(self, score: Score) -> None:
+        if self.calibrate is not None:
+            score = self.calibrate(score)
         if score.error and redact_credentials(score.error) != score.error:
             score = score.model_copy(update={"error": redact_credentials(score.error)})
         extra = dict(self.provenance)

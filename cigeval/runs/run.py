@@ -170,6 +170,8 @@ def _judge(
         progress = tqdm(total=total, disable=quiet, unit="sample", file=sys.stderr)
         recorder = Recorder(writer, summary, options, stop, progress)
         recorder.items = counts.items
+        if evaluator.calibration is not None:
+            recorder.calibrate = evaluator.calibrate_score
         recorder.positions = counts.positions
         if snapshot is not None:
             recorder.provenance["samples_file"] = snapshot.provenance()

@@ -78,6 +78,11 @@ class ItemResult(BaseModel):
     )
     filled: bool = Field(False, description="reward is a fill-in, not the judge's score")
     sub_scores: list[SubScoreResult] = Field(default_factory=list)
+    calibrated: dict[str, Any] | None = Field(
+        None,
+        description="with --calibration: the calibrated value and its interval, "
+        '{"value": v, "interval": [lo, hi]} (docs/calibration.md); score stays the raw one',
+    )
     error: str | None = None
     latency_ms: int = 0
     calls: int = Field(0, description="judge model calls made for the item")

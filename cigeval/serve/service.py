@@ -172,6 +172,7 @@ def item_result(score: Score, item: PreparedItem, reasoning: bool = False) -> It
             )
             for s in score.sub_scores
         ],
+        calibrated=score.calibrated,
         error=score.error,
         latency_ms=int(usage.get("wall_ms", 0)),
         calls=int(usage.get("calls", 0)),
