@@ -43,8 +43,9 @@ def configure_report_parser(p: argparse.ArgumentParser) -> None:
         "--calibration",
         type=Path,
         metavar="FILE",
-        help="a file written by cigeval calibrate: show each score's calibrated value and interval, and "
-        "each generator's mean calibrated value (records already calibrated keep theirs)",
+        help="a file written by cigeval calibrate: show each score's calibrated value and "
+        "interval, and each generator's mean calibrated value (records already calibrated "
+        "keep theirs)",
     )
     p.add_argument(
         "--group-by",
