@@ -9,7 +9,8 @@ image zoomed in on [x0, y0, x1, y1] of its pixels``), and its pixels, which must
 window of the image the sample gave, enlarged (compared with an independent bicubic
 enlargement of the window: over :data:`SAME_PIXELS_DB`). A planted region (each edit made and
 each unrequested change) counts as contained when one zoomed window holds it whole in the
-source crop and, moved by the editor's shift, in the output crop of the same window.
+source crop and, moved by the editor's shift, in the output crop of the same window; an
+object moved clear of its place counts when each of its two places is held so.
 """
 
 from __future__ import annotations
@@ -161,14 +162,25 @@ def _count(check: ZoomCheck, pair: Any, shown: list[tuple[str, tuple[int, ...], 
         check.zooms.append(originals[role].width / max(1, window[2] - window[0]))
     if not shown:
         check.no_crop += 1
-    dx, dy = pair.noise.shift
     for edit in pair.edits + pair.over_edits:
         check.regions += 1
-        x0, y0, x1, y1 = edit.box
-        moved = (x0 + dx, y0 + dy, x1 + dx, y1 + dy)
-        pairs = zip(windows["source"], windows["output"], strict=False)
-        if any(_holds(s, (x0, y0, x1, y1)) and _holds(o, moved) for s, o in pairs):
+        crops = list(zip(windows["source"], windows["output"], strict=False))
+        whole = _in_a_crop(crops, edit.box, pair.noise.shift)
+        if whole or all(_in_a_crop(crops, part, pair.noise.shift) for part in edit.parts):
             check.contained += 1
+
+
+def _in_a_crop(
+    crops: list[tuple[tuple[int, ...], tuple[int, ...]]],
+    box: tuple[int, ...],
+    shift: tuple[float, float],
+) -> bool:
+    """Whether one crop holds ``box`` (source pixels) in its source window and, moved by the
+    editor's ``shift``, in its output window."""
+    x0, y0, x1, y1 = box
+    dx, dy = shift
+    moved = (x0 + dx, y0 + dy, x1 + dx, y1 + dy)
+    return any(_holds(s, (x0, y0, x1, y1)) and _holds(o, moved) for s, o in crops)
 
 
 def _holds(window: tuple[int, ...], box: tuple[float, ...]) -> bool:

@@ -15,8 +15,9 @@ Which region (the first that gives one):
    sub-question's default query).
 
 Each region gets some context around it (``context``), is widened to the image's aspect ratio
-and to at least ``1 / max_zoom`` of its sides, and regions whose windows overlap are cropped
-as one; the ``max_crops`` largest are shown. The same window, in each image's own pixels, is
+and to at least ``1 / max_zoom`` of its sides; two regions share a window when it is no larger
+than their two apart, and a region inside a window needs none; the windows of the
+``max_crops`` largest regions are shown. The same window, in each image's own pixels, is
 cropped from every image. The windows are the tool's evidence (``zoomed region``), with the
 regions Zoom found itself (under the tool that found them).
 """
@@ -33,7 +34,7 @@ from cigeval.images import to_rgb
 from cigeval.registry import normalize_name
 from cigeval.tools._format import fmt_box
 from cigeval.tools.base import Box, ToolContext, ToolResult, ToolView
-from cigeval.tools.boxes import clip_box, merge_boxes, scale_box
+from cigeval.tools.boxes import clip_box, scale_box
 from cigeval.tools.settings import ZoomConfig
 
 #: The label of a zoom window in the evidence.
@@ -65,25 +66,44 @@ def query_box(query: str | None, width: int, height: int) -> Box | None:
 
 
 def windows_for(regions: list[Box], width: int, height: int, config: ZoomConfig) -> list[Window]:
-    """The crop windows (first image's pixels) of ``regions``: each padded, widened to the
-    image's aspect ratio and the least crop size, overlapping windows merged into one, the
-    ``max_crops`` largest regions' first; windows barely smaller than the image left out."""
-    padded = [_padded(b, config.context) for b in regions]
-    merged = merge_boxes([b for b in (clip_box(p, width, height) for p in padded) if b])
-    # Widening can make windows overlap that did not: merge until they settle.
-    while True:
-        framed = [_framed(b, width, height, config.max_zoom) for b in merged]
-        again = merge_boxes(framed)
-        if len(again) == len(framed):
-            break
-        merged = again
-    framed.sort(key=lambda b: b.area, reverse=True)
+    """The crop windows (first image's pixels) of ``regions``, the largest region's first.
+
+    Each region gets its window (:func:`_window`); a region inside a window already made needs
+    none, and two regions share one window when it is no larger than their two apart (nearby
+    regions are seen together, distant ones each at its own enlargement). At most
+    ``max_crops`` windows; a window barely smaller than the image is left out.
+    """
+    groups: list[tuple[list[Box], Box]] = []
+    for region in sorted(regions, key=lambda b: b.area, reverse=True):
+        if any(_inside(region, window) for _, window in groups):
+            continue
+        own = _window([region], width, height, config)
+        for index, (members, window) in enumerate(groups):
+            joint = _window([*members, region], width, height, config)
+            if joint.area <= window.area + own.area:
+                groups[index] = ([*members, region], joint)
+                break
+        else:
+            groups.append(([region], own))
     windows = []
-    for box in framed[: config.max_crops]:
+    for _, box in groups[: config.max_crops]:
         zoom = width / (box.x1 - box.x0)
         if zoom >= _LEAST_ZOOM:
             windows.append(Window(box, zoom))
     return windows
+
+
+def _window(regions: list[Box], width: int, height: int, config: ZoomConfig) -> Box:
+    """The window showing ``regions`` together: their union with context, framed."""
+    union = Box(min(b.x0 for b in regions), min(b.y0 for b in regions),
+                max(b.x1 for b in regions), max(b.y1 for b in regions))  # fmt: skip
+    return _framed(_padded(union, config.context), width, height, config.max_zoom)
+
+
+def _inside(box: Box, window: Box) -> bool:
+    return (
+        window.x0 <= box.x0 and window.y0 <= box.y0 and box.x1 <= window.x1 and box.y1 <= window.y1
+    )
 
 
 def _padded(box: Box, context: float) -> Box:
