@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cigeval.cli._common import UsageError
+from cigeval.cli._common import UsageError, add_calibration, add_calibration_flags
 from cigeval.cli._flags import add_config_flags, build_config, judge_configs
 from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
 from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, RunConfig
@@ -38,6 +38,7 @@ def configure_mcp_parser(p: argparse.ArgumentParser) -> None:
         skip=("image_dir", "batch_state", "batch", *RUN_FILE_FIELDS),
     )
     add_config_flags(p.add_argument_group("server"), McpConfig)
+    add_calibration_flags(p.add_argument_group("calibration"))
 
 
 def run_mcp(args: argparse.Namespace) -> int:
@@ -65,6 +66,7 @@ def run_mcp(args: argparse.Namespace) -> int:
             base_url=args.base_url,
             ensemble=ensemble,
         )
+        add_calibration(args, evaluator)  # a file fitted for another judge: refused here
     except CigevalError as exc:
         raise UsageError(str(exc)) from None
     server = build_server(JudgeTools(evaluator, root), settings)

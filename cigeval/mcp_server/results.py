@@ -49,6 +49,17 @@ class SubScoreResult(BaseModel):
         )
 
 
+class CalibratedResult(BaseModel):
+    """The score on the human scale, from the server's calibration file (docs/calibration.md)."""
+
+    value: float | None = Field(description="The calibrated value (None: see `note`).")
+    interval: tuple[float, float] | None = Field(
+        description="The interval the human score lies in at the file's coverage (e.g. 90%)."
+    )
+    abstain: bool = Field(False, description="The interval is wider than the abstention limit.")
+    note: str | None = Field(None, description="Why there is no calibrated value.")
+
+
 class JudgeResult(BaseModel):
     """The judge's verdict on one image."""
 
@@ -65,6 +76,11 @@ class JudgeResult(BaseModel):
     method: str | None = Field(description="paper (the CIGEval paper's method) or extended.")
     images: dict[str, str] = Field(description="sha256 of each image shown, by role.")
     usage: dict[str, int] = Field(description="Model calls and tokens spent.")
+    calibrated: CalibratedResult | None = Field(
+        None,
+        description="The score on the human scale with its interval, when the server was "
+        "started with --calibration; `score` stays the judge's own.",
+    )
     summary: str = Field(description="The judgement in a few readable lines.")
 
     @classmethod
@@ -82,6 +98,7 @@ class JudgeResult(BaseModel):
             method=score.config.get("method"),
             images=dict(score.input_images),
             usage=dict(score.usage),
+            calibrated=None if score.calibrated is None else CalibratedResult(**score.calibrated),
             summary=score.summary(reasoning=True),
         )
 
