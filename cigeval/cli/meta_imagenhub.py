@@ -260,8 +260,23 @@ def _evaluator_results(args: argparse.Namespace, options: dict[str, Any]) -> lis
         for label, scores in _run_rows(path, frame, args.label or name + suffix):
             result = meta_evaluate(scores, evaluator=label, **options)
             result.notes.extend(notes)
+            if frame.attrs.get("source_format") == "cigeval":
+                result.reliability = _reliability(path, result.fingerprint)
             results.append(result)
     return results
+
+
+def _reliability(path: Path, fingerprint: str | None) -> Any:
+    """The repeated-judgement reliability of one run of a results file (None without
+    several judgements per record)."""
+    from cigeval.meta.reliability import repeated_judgements
+    from cigeval.results import last_record_per_id, read_records
+    from cigeval.results.fingerprint import fingerprint_of
+
+    records = last_record_per_id(read_records(path))
+    if fingerprint is not None:
+        records = [r for r in records if fingerprint_of(r) == fingerprint]
+    return repeated_judgements(records)
 
 
 def _row_names(paths: list[Path]) -> list[str]:

@@ -13,7 +13,15 @@ from cigeval.cli._interval_flags import add_interval_flags, add_json_file_flag
 from cigeval.terminal import safe_text
 
 #: The layouts (kept here so building the parser imports nothing heavy).
-LAYOUT_CHOICES = ("auto", "cigeval", "generic", "genai-bench", "editreward-bench", "mmrb2")
+LAYOUT_CHOICES = (
+    "auto",
+    "cigeval",
+    "generic",
+    "genai-bench",
+    "genai-bench-votes",
+    "editreward-bench",
+    "mmrb2",
+)
 
 
 def add_preferences_command(commands: Any) -> None:
@@ -42,6 +50,11 @@ def add_preferences_command(commands: Any) -> None:
         help="MMRB2: the benchmark file with the human choices (e.g. benchmark/edit.json)",
     )
     p.add_argument("--task", help="the task name of every item (default: the file's own)")
+    p.add_argument(
+        "--judge",
+        metavar="NAME",
+        help="genai-bench-votes: the judge whose votes to score (the file holds several)",
+    )
     add_interval_flags(p, 1000, "the items")
     add_json_file_flag(p)
 
@@ -55,7 +68,9 @@ def run_preferences(args: argparse.Namespace) -> int:
         raise InputError(f"--confidence must be between 0 and 1, got {args.confidence}")
     if args.bootstrap < 0:
         raise InputError(f"--bootstrap must be 0 or more, got {args.bootstrap}")
-    loaded = load_preferences(args.file, args.layout, benchmark=args.benchmark, task=args.task)
+    loaded = load_preferences(
+        args.file, args.layout, benchmark=args.benchmark, task=args.task, judge=args.judge
+    )
     report = preference_report(
         loaded, str(args.file), n_boot=args.bootstrap, level=args.confidence, seed=args.seed
     )

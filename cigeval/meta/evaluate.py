@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from cigeval.errors import InputError
+from cigeval.meta.agreement import raters_within_prompt, within_prompt_agreement
 from cigeval.meta.average import (
     AUTO,
     Averaging,
@@ -213,6 +214,9 @@ def meta_evaluate(
         rows[key] = (correlation(x, y, method), len(x), reason)
         cells[key] = (len(x), _pair_statistic(x, y, method))
     per_model = _per_model_frame(rows)
+    ties = within_prompt_agreement(
+        human[dimension], scores[dimension], n_boot=n_boot, seed=seed, level=level
+    )
     task_values, average = average_tasks(
         per_model["rho"], averaging, rounding, nan_policy, PAPER_TASK_ORDER
     )
@@ -240,6 +244,7 @@ def meta_evaluate(
         ci,
         notes,
         fingerprint,
+        ties,
     )
 
 
@@ -334,4 +339,5 @@ def human_baseline(
         _paper_sorted(coverage),
         ci,
         notes,
+        tie_agreement=raters_within_prompt(matrix),
     )

@@ -8,7 +8,9 @@ from typing import Any, cast
 
 import pandas as pd
 
+from cigeval.meta.agreement import TieAgreement
 from cigeval.meta.average import Rounding
+from cigeval.meta.reliability import Reliability
 from cigeval.tasks.ids import PAPER_TASK_ORDER
 
 #: Column headers of the readable table (the task names of the paper's Table 3).
@@ -73,6 +75,12 @@ class MetaResult:
     ci: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     fingerprint: str | None = None
+    #: Within-prompt win/tie/loss agreement (:mod:`cigeval.meta.agreement`), beside the
+    #: correlations; None where it was not computed.
+    tie_agreement: TieAgreement | None = None
+    #: Agreement between the judgements recorded per image (:mod:`cigeval.meta.reliability`),
+    #: for cigeval results whose records hold several; None otherwise.
+    reliability: Reliability | None = None
 
     @property
     def round_to(self) -> int | None:
@@ -127,6 +135,10 @@ class MetaResult:
         }
         if self.fingerprint is not None:
             out["fingerprint"] = self.fingerprint
+        if self.tie_agreement is not None:
+            out["tie_aware"] = self.tie_agreement.to_dict()
+        if self.reliability is not None:
+            out["reliability"] = self.reliability.to_dict()
         if self.ci is not None:
             out["ci"] = self.ci
         if self.notes:
@@ -191,6 +203,10 @@ def rows_table(results: list[MetaResult], per_model: bool = False) -> str:
     for result in results:
         named = f" ({result.evaluator})" if several else ""
         lines.append(result.coverage_line().replace("coverage:", f"coverage{named}:", 1))
+        if result.tie_agreement is not None:
+            lines.append(f"{result.tie_agreement.line()}{named}")
+        if result.reliability is not None:
+            lines.append(f"{result.reliability.line()}{named}")
         for task, model, reason in result.undefined:
             lines.append(f"undefined{named}: {task} / {model}: {reason}")
         lines.extend(f"note{named}: {n}" for n in result.notes)

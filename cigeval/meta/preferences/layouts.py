@@ -11,6 +11,9 @@ which and why.
 - ``genai-bench``: the outputs of GenAI-Bench's ``inference.py`` (``pairwise.jsonl`` or
   ``pairwise.json``): ``idx``, ``model_vote`` (``[[A>B]]``...), ``human_vote``
   (``leftvote``, ``rightvote``, ``tievote``, ``bothbad_vote``).
+- ``genai-bench-votes``: several judges' votes per pair with the human vote (the GenAI-Bench
+  votes shipped in shared/data: ``idx``, ``human_vote`` and ``votes``, judge -> ``A>B``,
+  ``B>A``, ``A=B=Good``, ``A=B=Bad`` or null); one judge is read (``--judge``).
 - ``editreward-bench``: the results JSON of EditReward's ``inference_{2,3,4}pair_hf.py``:
   ``{"results": [{"id", "human_vote", "model_vote", "comparison_type", ...}]}``, one entry
   per comparison; the comparisons of one group share the id's prefix before its first ``_``.
@@ -39,7 +42,15 @@ from cigeval.meta.preferences.items import (
 )
 from cigeval.ranking import TIE, is_tie
 
-LAYOUTS = ("auto", "cigeval", "generic", "genai-bench", "editreward-bench", "mmrb2")
+LAYOUTS = (
+    "auto",
+    "cigeval",
+    "generic",
+    "genai-bench",
+    "genai-bench-votes",
+    "editreward-bench",
+    "mmrb2",
+)
 #: Notes listing individual entries stop after this many.
 _SHOWN = 5
 
@@ -205,6 +216,43 @@ def load_genai_bench(path: Path, task: str | None = None) -> LoadedPreferences:
     return LoadedPreferences(items, "genai-bench", notes)
 
 
+#: The four labels of the stored GenAI-Bench votes and the verdicts they mean.
+VOTE_LABELS = {"A>B": "A", "B>A": "B", "A=B=Good": "both_good", "A=B=Bad": "both_bad"}
+
+
+def load_genai_bench_votes(
+    path: Path, task: str | None = None, judge: str | None = None
+) -> LoadedPreferences:
+    """Stored votes of several judges per pair (see the module docstring); ``judge`` picks
+    one (needed when the file holds several). A judge's null vote counts as wrong."""
+    notes: list[str] = []
+    entries = list(_json_lines(path, notes))
+    judges = sorted(
+        {str(j) for _, e in entries if isinstance(e.get("votes"), dict) for j in e["votes"]}
+    )
+    if judge is None and len(judges) == 1:
+        judge = judges[0]
+    if judge not in judges:
+        raise InputError(
+            f"{path} holds the votes of {len(judges)} judges; name one with --judge "
+            f"({', '.join(judges)})"
+        )
+    items: list[PreferenceItem] = []
+    for number, entry in entries:
+        human = VOTE_LABELS.get(str(entry.get("human_vote")))
+        if human is None:
+            notes.append(f"line {number}: human_vote {entry.get('human_vote')!r}; left out")
+            continue
+        votes = entry.get("votes")
+        said = VOTE_LABELS.get(str(votes.get(judge))) if isinstance(votes, dict) else None
+        item_id = str(entry.get("idx", number))
+        items.append(item_from_rankings(item_id, task or path.stem, ["A", "B"], human, said))
+    missing = sum(1 for item in items if item.comparisons[0].judge is None)
+    if missing:
+        notes.append(f"{judge}: {missing} pair(s) without a usable vote; they count as wrong")
+    return LoadedPreferences(items, "genai-bench-votes", notes)
+
+
 _VOTE = re.compile(r"^\s*([A-Za-z])\s*([<>=])\s*([A-Za-z])\s*$")
 
 
@@ -337,6 +385,8 @@ def detect_layout(path: Path) -> str:
             return "cigeval"
         if "human_vote" in first and "model_vote" in first:
             return "genai-bench"
+        if "human_vote" in first and isinstance(first.get("votes"), dict):
+            return "genai-bench-votes"
         return "generic"
     raise InputError(f"{path} holds no JSON object")
 
@@ -347,9 +397,11 @@ def load_preferences(
     *,
     benchmark: str | Path | None = None,
     task: str | None = None,
+    judge: str | None = None,
 ) -> LoadedPreferences:
     """Read ``path`` in ``layout`` (``auto`` detects it). ``benchmark``: MMRB2's benchmark
-    file; ``task``: the task name for every item (default: the file's own)."""
+    file; ``task``: the task name for every item (default: the file's own); ``judge``: the
+    judge to read from a file of several judges' votes."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"cannot read {path}: no such file")
@@ -359,6 +411,8 @@ def load_preferences(
         layout = detect_layout(path)
     if layout == "mmrb2":
         return load_mmrb2(path, None if benchmark is None else Path(benchmark), task)
+    if layout == "genai-bench-votes":
+        return load_genai_bench_votes(path, task, judge)
     readers = {
         "cigeval": load_cigeval_results,
         "generic": load_generic,
