@@ -165,7 +165,9 @@ class ThumbnailCache:
 
         self.store = CacheStore(folder)
         self.side = side
-        self.namespace = f"{side}px-{THUMBNAIL_METHOD}"
+        # rows name their key since issue 41: a namespace of their own, so that a version of
+        # cigeval from before, sharing this cache, never takes such a row for a data URI
+        self.namespace = f"{side}px-{THUMBNAIL_METHOD}-keyed"
 
     def look_up(self, job: FileJob) -> str | None:
         """The cached thumbnail of ``job``'s file as it reads now, or None (not cached, or
