@@ -8,6 +8,7 @@ import itertools
 import json
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,9 +25,15 @@ from tests.calibration.synthetic import imagenhub_like, results_and_labels
 pytest.importorskip("sklearn")
 
 
-def test_labels_on_a_new_judge_and_scale(tmp_path: Path) -> None:
-    results, labels, records = results_and_labels(tmp_path)
-    result = calibrate_labels([results], labels, folds=3, n_boot=200)
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[dict[str, Any]]]:
+    """One calibration of a synthetic judge on 1-5 ratings (3-fold), and its records."""
+    results, labels, records = results_and_labels(tmp_path_factory.mktemp("labels"))
+    return calibrate_labels([results], labels, folds=3, n_boot=100), records
+
+
+def test_labels_on_a_new_judge_and_scale(fitted: tuple[Any, list[dict[str, Any]]]) -> None:
+    result, records = fitted
     held = result.heldout
     # 360 held-out ratings on a 1-5 scale, nominal 90%
     assert 0.82 <= held["coverage"] <= 0.97
@@ -48,9 +55,10 @@ def test_labels_on_a_new_judge_and_scale(tmp_path: Path) -> None:
             assert a["calibrated"]["value"] <= b["calibrated"]["value"] + 1e-12
 
 
-def test_a_file_fitted_for_another_judge_is_refused(tmp_path: Path) -> None:
-    results, labels, _ = results_and_labels(tmp_path, prompts=40)
-    calibration = calibrate_labels([results], labels, folds=2, n_boot=0).calibration
+def test_a_file_fitted_for_another_judge_is_refused(
+    tmp_path: Path, fitted: tuple[Any, list[dict[str, Any]]]
+) -> None:
+    calibration = fitted[0].calibration
     _, _, others = results_and_labels(tmp_path / "other", prompts=4, judge="openai:other-judge")
     with pytest.raises(CalibrationMismatch) as raised:
         calibrate_records(calibration, others)
@@ -69,11 +77,11 @@ def test_imagenhub_contract_on_the_imagenhub_layout(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "in").mkdir()
-    ratings, good, weak, split = imagenhub_like(tmp_path / "in", uids=15)
+    ratings, good, weak, split = imagenhub_like(tmp_path / "in", uids=12)
     cal, pred = tmp_path / "cal.json", tmp_path / "pred.jsonl"
     argv = ["calibrate", "imagenhub", "--scores", str(good), "--scores", str(weak)]
     argv += ["--split", str(split), "--human-ratings", str(ratings), "--json", "-o", str(cal)]
-    assert main([*argv, "--predictions", str(pred), "--bootstrap", "100"]) == 0
+    assert main([*argv, "--predictions", str(pred), "--bootstrap", "50"]) == 0
     held = json.loads(capsys.readouterr().out)["heldout"]
     for key in ("coverage", "best_single", "calibrated", "wtl_before", "wtl_after"):
         assert isinstance(held[key], float), key
@@ -101,9 +109,10 @@ def test_imagenhub_contract_on_the_imagenhub_layout(
     assert calibration.data["fingerprint"] and calibration.dimension == "SC"
 
 
-def test_calibrated_field_says_why_it_has_no_value(tmp_path: Path) -> None:
-    results, labels, records = results_and_labels(tmp_path, prompts=40)
-    calibration = calibrate_labels([results], labels, folds=2, n_boot=0).calibration
+def test_calibrated_field_says_why_it_has_no_value(
+    fitted: tuple[Any, list[dict[str, Any]]],
+) -> None:
+    calibration, records = fitted[0].calibration, fitted[1]
     other_task = dict(records[0], task="multi_concept_ic")
     field = calibrated_field(calibration, other_task)
     assert field is not None and field["value"] is None and "multi_concept_ic" in field["note"]
