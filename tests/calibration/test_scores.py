@@ -119,3 +119,25 @@ def test_calibrated_field_says_why_it_has_no_value(
     assert calibrated_field(calibration, dict(records[0], status="error", score=None)) is None
     wide = calibrated_field(calibration, records[0], abstain_width=0.0)
     assert wide is not None and wide["abstain"] is True
+
+
+def test_the_best_single_judge_scores_every_task() -> None:
+    import numpy as np
+
+    from cigeval.meta.calibrate.pipeline import Items, _best_judge
+
+    rng = np.random.default_rng(0)
+    human = rng.uniform(0, 1, 60)
+    tasks = np.asarray(["a"] * 30 + ["b"] * 30)
+    everywhere = human + rng.normal(0, 0.3, 60)  # scores every item, imperfectly
+    one_task = np.where(tasks == "a", human, np.nan)  # perfect, but on task a only
+    items = Items(
+        keys=list(range(60)),
+        tasks=tasks,
+        cells=np.asarray(["m"] * 60),
+        groups=np.asarray([str(i) for i in range(60)]),
+        human=human,
+        stock=np.column_stack([one_task, everywhere]),
+        subs=[[np.zeros(0)] * 60, [np.zeros(0)] * 60],
+    )
+    assert _best_judge(items, np.arange(60)) == 1

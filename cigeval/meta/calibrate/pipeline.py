@@ -126,16 +126,25 @@ def _fit_and_predict(
     return fits, chosen, out
 
 
+#: A single judge must score at least this share of the train items to be the best one (a
+#: judge of one task only is no single judge for seven).
+FULL_COVERAGE = 0.95
+
+
 def _best_judge(items: Items, train: np.ndarray) -> int:
     """The judge whose own scores agree best with people on the train side (the meta average;
-    the first on equal figures)."""
-    scores = [items.stock[train, j] for j in range(items.stock.shape[1])]
+    the first on equal figures), among the judges that score nearly every train item (at
+    least :data:`FULL_COVERAGE` of them; else those that score the most)."""
+    scored = (~np.isnan(items.stock[train])).mean(axis=0)
+    candidates = np.flatnonzero(scored >= min(FULL_COVERAGE, scored.max()))
     values = [
-        ranking_average(items.human[train], [s], items.tasks[train], items.cells[train], 0)[0][0]
-        for s in scores
+        ranking_average(
+            items.human[train], [items.stock[train, j]], items.tasks[train], items.cells[train], 0
+        )[0][0]
+        for j in candidates
     ]
     finite = [(-np.inf if np.isnan(v) else v) for v in values]
-    return int(np.argmax(finite))
+    return int(candidates[int(np.argmax(finite))])
 
 
 class _Staging:
