@@ -149,10 +149,12 @@ def configure_calibrate_parser(parser: argparse.ArgumentParser) -> None:
     _common(imagenhub)
     labels = commands.add_parser(
         "labels",
-        help="your own results file(s) and a CSV of id,rating",
+        help="your own results file(s) and a CSV of id,rating (or id_a,id_b,preference)",
         description="A cigeval results file (several: a jury of judges of the same samples) "
         "and a CSV with a header 'id,rating' (any numeric scale), over seeded k-fold splits "
-        "grouped by prompt (metadata.uid, else the text conditions, else the id).",
+        "grouped by prompt (metadata.uid, else the text conditions, else the id). A CSV with "
+        "a header 'id_a,id_b,preference' (A, B or tie per pair of record ids) learns the "
+        "judge's tie band instead.",
     )
     labels.add_argument(
         "--scores", action="append", type=Path, required=True, metavar="RESULTS.jsonl"

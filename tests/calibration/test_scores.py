@@ -141,3 +141,36 @@ def test_the_best_single_judge_scores_every_task() -> None:
         subs=[[np.zeros(0)] * 60, [np.zeros(0)] * 60],
     )
     assert _best_judge(items, np.arange(60)) == 1
+
+
+def test_pairwise_labels_learn_a_tie_band(tmp_path: Path) -> None:
+    """People tie two images whose hidden qualities are close; the judge's scores are noisy
+    readings of them, so exact ties are too rare and a band helps."""
+    import csv
+
+    import numpy as np
+
+    from tests.calibration.synthetic import record
+
+    rng = np.random.default_rng(5)
+    records, pairs = [], []
+    for p in range(150):
+        quality = rng.uniform(0, 1, 2)
+        for g in range(2):
+            subs = [float(np.clip(10 * quality[g] + rng.normal(0, 0.7), 0, 10)) for _ in range(2)]
+            records.append(record(f"p{p}-g{g}", "text_guided_ig", subs, f"gen{g}", f"u{p}"))
+        gap = quality[0] - quality[1]
+        pairs.append(
+            (f"p{p}-g0", f"p{p}-g1", "tie" if abs(gap) < 0.25 else "A" if gap > 0 else "B")
+        )
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    labels = tmp_path / "pairs.csv"
+    with labels.open("w", newline="") as handle:
+        csv.writer(handle).writerows([("id_a", "id_b", "preference"), *pairs])
+    result = calibrate_labels([results], labels, folds=3, n_boot=200)
+    (step,) = result.calibration.steps
+    assert step.step == "tie_band" and step.kept, step.reason
+    assert result.heldout["accuracy_after"] > result.heldout["accuracy_before"] + 0.1
+    band = result.calibration.tasks["*"].tie_band
+    assert 0.05 < band < 0.5

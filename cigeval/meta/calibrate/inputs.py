@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -238,3 +239,23 @@ def fingerprint(parts: Mapping[str, str]) -> str:
     for name, value in sorted(parts.items()):
         digest.update(f"{name}\0{value}\n".encode())
     return digest.hexdigest()
+
+
+def prompt_group(record: Mapping[str, Any], field: str | None = None) -> str:
+    """The prompt group of a results record: ``field`` (a dotted path) when given, else
+    ``metadata.uid``, else its text conditions, else its id; within its task."""
+    task = str(record.get("task"))
+    if field:
+        value: Any = record
+        for part in field.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is None:
+            raise InputError(f"record {record.get('id')!r} has no {field!r} to group by")
+        return f"{task}/{value}"
+    metadata = record.get("metadata")
+    if isinstance(metadata, Mapping) and metadata.get("uid") is not None:
+        return f"{task}/{metadata['uid']}"
+    conditions = record.get("conditions")
+    if isinstance(conditions, Mapping) and conditions:
+        return f"{task}/{json.dumps(conditions, sort_keys=True)}"
+    return f"{task}/{record.get('id')}"

@@ -45,7 +45,8 @@ class CalibrationResult:
         lines = [self.calibration.describe()]
         for step in self.calibration.steps:
             lines.append(f"  {step.step}: {'kept' if step.kept else 'rejected'} ({step.reason})")
-        for name in ("best_single", "jury", "calibrated", "coverage", "wtl_before", "wtl_after"):
+        names = ("best_single", "jury", "calibrated", "coverage", "wtl_before", "wtl_after")
+        for name in (*names, "accuracy_before", "accuracy_after"):
             value = self.heldout.get(name)
             if isinstance(value, float):
                 interval = (self.heldout.get("intervals") or {}).get(name)

@@ -10,7 +10,6 @@ on any numeric scale, grouped by prompt. Both run :class:`ScoreCalibrator` and r
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,11 +26,13 @@ from cigeval.meta.calibrate.inputs import (
     combined_binding,
     fingerprint,
     imagenhub_labels,
+    prompt_group,
     read_judge_source,
     read_labels_csv,
     read_results_source,
 )
 from cigeval.meta.calibrate.pipeline import STEPS, Items, Outcome, ScoreCalibrator
+from cigeval.meta.calibrate.preferences import calibrate_preferences, is_preference_csv
 from cigeval.meta.calibrate.result import CalibrationResult, created_now, version
 from cigeval.meta.calibrate.splits import Fold, grouped_kfold, official_fold
 from cigeval.meta.calibrate.task_fit import FitOptions
@@ -245,26 +246,6 @@ def _sha256_text(path: Path) -> str:
         raise InputError(f"cannot read {path}: {exc}") from None
 
 
-def prompt_group(record: Mapping[str, Any], field: str | None = None) -> str:
-    """The prompt group of a results record: ``field`` (a dotted path) when given, else
-    ``metadata.uid``, else its text conditions, else its id; within its task."""
-    task = str(record.get("task"))
-    if field:
-        value: Any = record
-        for part in field.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
-        if value is None:
-            raise InputError(f"record {record.get('id')!r} has no {field!r} to group by")
-        return f"{task}/{value}"
-    metadata = record.get("metadata")
-    if isinstance(metadata, Mapping) and metadata.get("uid") is not None:
-        return f"{task}/{metadata['uid']}"
-    conditions = record.get("conditions")
-    if isinstance(conditions, Mapping) and conditions:
-        return f"{task}/{json.dumps(conditions, sort_keys=True)}"
-    return f"{task}/{record.get('id')}"
-
-
 @in_one_thread
 def calibrate_labels(
     scores: Sequence[str | Path],
@@ -280,7 +261,13 @@ def calibrate_labels(
 ) -> CalibrationResult:
     """Calibrate cigeval results against a CSV of ``id,rating`` (any numeric scale):
     ``folds``-fold seeded splits grouped by prompt (:func:`prompt_group`), the file refitted
-    on every label. Several results files are several judges of the same samples (a jury)."""
+    on every label. Several results files are several judges of the same samples (a jury).
+    A CSV of ``id_a,id_b,preference`` learns the judge's tie band instead
+    (:func:`~cigeval.meta.calibrate.preferences.calibrate_preferences`)."""
+    if is_preference_csv(labels):
+        return calibrate_preferences(
+            scores, labels, folds=folds, seed=seed, n_boot=n_boot, group_by=group_by
+        )
     if not scores:
         raise InputError("give at least one --scores results file")
     sources = [read_results_source(p, key="id") for p in scores]
