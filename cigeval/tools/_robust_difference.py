@@ -8,9 +8,11 @@ A plain pixel difference then marks every edge and texture as changed. Here, in 
    among small shifts only (a moved object makes a peak of its own farther away), and undone
    with a sub-pixel warp; the strip the warp invents along the border is left out.
 2. **Tone**: a gain and offset per channel, fitted robustly (the changed pixels are outliers),
-   map the first image's colours onto the second's, so a global tone or white-balance shift
-   is no change; they are held to a slight shift (:data:`GAIN_RANGE`, :data:`LEVEL_SHIFT`):
-   a recoloured picture is a change, not a tone to match.
+   then bent per band of levels towards the pixels near the line (a gamma change bends the
+   dark end), map the first image's colours onto the second's, so a global tone or
+   white-balance shift is no change; all of it is held to a slight shift (:data:`GAIN_RANGE`,
+   :data:`LEVEL_SHIFT`, :data:`CURVE_BEND`): a recoloured picture is a change, not a tone to
+   match.
 3. **Structure**: scikit-image's SSIM per colour channel, on both images halved and slightly
    blurred (JPEG blocks, noise, a pixel of blur or sharpening do not survive that), the
    change being ``1 - SSIM`` of the least similar channel.
@@ -21,8 +23,8 @@ A plain pixel difference then marks every edge and texture as changed. Here, in 
    :data:`PIXEL_FLOOR`/255), which keeps each region's box on the changed pixels; specks
    narrower than :data:`OPENING` pixels are dropped.
 5. **The whole image**: when at least half of the picture changed (in structure beyond
-   :data:`STRUCTURE_FLOOR`, or in colour beyond :data:`WHOLE_DIFF`), it says so rather than
-   point at a region.
+   :data:`STRUCTURE_FLOOR`, or in tone-matched colour beyond :data:`PIXEL_FLOOR`), it says so
+   rather than point at a region.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ SHIFT_REACH = 0.01
 #: channel's typical (median) value by at most this (0-255).
 GAIN_RANGE = (0.75, 1.33)
 LEVEL_SHIFT = 32.0
+#: A slight tone shift bends the line by at most this many levels (0-255) at any level.
+CURVE_BEND = 16.0
 #: Structure is compared on images scaled by this factor (when at least 64 pixels remain).
 STRUCTURE_SCALE = 0.5
 #: Blur (sigma, pixels of the scaled images) before the structural comparison.
@@ -54,8 +58,6 @@ PIXEL_FLOOR = 10.0
 OPENING = 5
 #: At least this share of the picture changed: the whole image changed.
 WHOLE_SHARE = 0.5
-#: A colour difference (0-255, tone-matched) no re-rendering makes.
-WHOLE_DIFF = 20.0
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,24 @@ def _line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return gain, shift - (gain - 1) * centre
 
 
+def _bend(x: np.ndarray, residual: np.ndarray) -> np.ndarray:
+    """How the tone curve bends away from the fitted line, at each level 0-255: per band of
+    16 levels of ``x``, the median residual of the pixels that lie within
+    :data:`CURVE_BEND` of the line (gamma bends it most at the dark end), interpolated
+    between the bands' medians; none where no band holds 50 pixels."""
+    near = np.abs(residual) <= CURVE_BEND
+    bands = (x // 16).astype(np.int64)
+    centres, values = [], []
+    for band in range(16):
+        chosen = near & (bands == band)
+        if chosen.sum() >= 50:
+            centres.append(float(np.median(x[chosen])))
+            values.append(float(np.median(residual[chosen])))
+    if not centres:
+        return np.zeros(256)
+    return np.interp(np.arange(256), centres, values)
+
+
 def _tone_matched(a: np.ndarray, b: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """``a``'s colours mapped onto ``b``'s tone: per channel, a gain and offset fitted on the
     valid pixels, dropping outliers (changed pixels) over three rounds."""
@@ -131,7 +151,8 @@ def _tone_matched(a: np.ndarray, b: np.ndarray, valid: np.ndarray) -> np.ndarray
             keep = np.abs(residual) < 3 * spread + 2
             if keep.sum() < 10:
                 keep[:] = True
-        lut = np.clip(np.rint(gain * np.arange(256) + offset), 0, 255).astype(np.uint8)
+        levels = gain * np.arange(256) + offset + _bend(x, y - (gain * x + offset))
+        lut = np.clip(np.rint(levels), 0, 255).astype(np.uint8)
         out[..., channel] = cv2.LUT(np.ascontiguousarray(a[..., channel]), lut)
     return out
 
@@ -206,7 +227,7 @@ def robust_change_map(a: np.ndarray, b: np.ndarray) -> RobustChange:
     # Judged against the floors: the thresholds above rise with a change that is everywhere.
     whole = bool(
         (structure[valid] > STRUCTURE_FLOOR).mean() >= WHOLE_SHARE
-        or (colour[valid] > WHOLE_DIFF).mean() >= WHOLE_SHARE
+        or (colour[valid] > PIXEL_FLOOR).mean() >= WHOLE_SHARE
     )
     kernel = np.ones((OPENING, OPENING), np.uint8)
     opened = cv2.morphologyEx(structural.astype(np.uint8), cv2.MORPH_OPEN, kernel)
