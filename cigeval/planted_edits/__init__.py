@@ -11,6 +11,9 @@ altogether (:mod:`.pairs`). See docs/planted-edits.md.
   (pictures, instruction, :class:`PlantedEdit` with masks, the :class:`EditorNoise` drawn).
 - :func:`write_planted_set` writes a set as files (pictures, masks, ``planted.jsonl``, and
   ``samples.jsonl`` of ``mask_guided_ie`` samples for ``cigeval evaluate``).
+- :func:`score_locator` counts a tool's localisation figures (:class:`Localisation`) on pairs;
+  :func:`difference_locator` and :func:`grounding_locator` make cigeval's tools locators
+  (:mod:`.scoring`; ``benchmarks/planted_edits.py`` prints them).
 """
 
 from cigeval.planted_edits.edits import EDIT_KINDS, EditKind, PlantedEdit
@@ -24,6 +27,14 @@ from cigeval.planted_edits.pairs import (
     planted_pair,
     planted_pairs,
 )
+from cigeval.planted_edits.scoring import (
+    Found,
+    Localisation,
+    difference_locator,
+    grounding_locator,
+    score_locator,
+    score_locators,
+)
 
 __all__ = [
     "DEFAULT_SIZE",
@@ -31,10 +42,16 @@ __all__ = [
     "PAIR_KINDS",
     "EditKind",
     "EditorNoise",
+    "Found",
+    "Localisation",
     "PairKind",
     "PlantedEdit",
     "PlantedPair",
+    "difference_locator",
+    "grounding_locator",
     "planted_pair",
     "planted_pairs",
+    "score_locator",
+    "score_locators",
     "write_planted_set",
 ]
