@@ -61,6 +61,8 @@ MODEL = "bench-model"
 # cigeval's encoding), and the official client's decode + JPEG q75 + base64 for every call.
 BASELINES = {"files": "minimal", "jpeg75": "minimal-jpeg75"}
 TASK_ROUNDS = 7
+#: The concept images the planner of a multi-concept sample shows joined, as one image.
+SUBJECTS = ("subject_1", "subject_2")
 
 
 # --- measuring a process ---------------------------------------------------------------------
@@ -254,6 +256,20 @@ def minimal_client(
         with open(path, "rb") as handle:
             return "data:image/png;base64," + base64.b64encode(handle.read()).decode("utf-8")
 
+    def joined_image(paths: list[Path]) -> str:
+        from PIL import Image, ImageOps
+
+        from cigeval.sample import join_side_by_side
+
+        halves = []
+        for path in paths:
+            with Image.open(path) as opened:
+                halves.append(ImageOps.exif_transpose(opened).convert("RGB"))
+        buffer = io.BytesIO()
+        join_side_by_side(halves).save(buffer, format="JPEG" if jpeg75 else "PNG")
+        mime = "image/jpeg" if jpeg75 else "image/png"
+        return f"data:{mime};base64," + base64.b64encode(buffer.getvalue()).decode()
+
     async def run() -> None:
         client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY")
         semaphore = asyncio.Semaphore(concurrency)
@@ -268,8 +284,11 @@ def minimal_client(
                     for kind, value in message["parts"]:
                         if kind == "text":
                             content.append({"type": "text", "text": value})
-                        else:
+                        elif value in files:
                             uri = encode_image(folder / files[value])
+                            content.append({"type": "image_url", "image_url": {"url": uri}})
+                        else:  # the planner's two concept images joined side by side
+                            uri = joined_image([folder / files[r] for r in SUBJECTS])
                             content.append({"type": "image_url", "image_url": {"url": uri}})
                     built.append({"role": message["role"], "content": content})
                 response = await client.chat.completions.create(

@@ -4,9 +4,10 @@ a signal or the run's exit.
 ``asyncio.to_thread`` would keep the loop free too, but its threads belong to the loop's
 default executor, which ``asyncio.run`` joins before it returns: a read that takes minutes
 (a stalled network file system) would then hold up the exit of a run stopped by Ctrl-C or
-SIGTERM just as long. :func:`off_loop` runs each call in a daemon thread of its own instead:
-the awaiting task is cancelled at once, and a read still under way is left behind, its result
-dropped, when the run ends.
+SIGTERM just as long. :func:`off_loop` runs each call in a thread of its own pool instead,
+which nothing joins at exit: the awaiting task is cancelled at once, and a read still under
+way is left behind, its result dropped, when the run ends (a stalled read keeps its worker;
+the next call gets another).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import asyncio
 import contextlib
 import contextvars
 import os
+import queue
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -42,8 +45,8 @@ _slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] 
 
 
 async def off_loop(function: Callable[..., T], *args: Any) -> T:
-    """``function(*args)`` run in a daemon thread (with the caller's context variables), at
-    most :data:`LIMIT` at once per event loop; cancelling the caller leaves the thread to
+    """``function(*args)`` run in a worker thread (with the caller's context variables), at
+    most :data:`LIMIT` at once per event loop; cancelling the caller leaves the worker to
     finish alone (and frees its place)."""
     loop = asyncio.get_running_loop()
     slots = _slots.get(loop)
@@ -68,8 +71,37 @@ async def _in_thread(loop: asyncio.AbstractEventLoop, function: Callable[..., T]
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(_settle, future, result, error)
 
-    # a thread of the low-level module: unlike threading.Thread.start, starting it does not
-    # wait for it to run, which under load (many such threads decoding images) held the loop
-    # for a second per batch; like a daemon thread, nothing waits for it at exit
-    _thread.start_new_thread(target, ())
+    _pool.submit(target)
     return await future
+
+
+class _Pool:
+    """Worker threads of the low-level thread module, kept from call to call: a thread made
+    per call cost some 5-10% more CPU per judged sample (a new stack and allocator arena each
+    time), and starting one with threading.Thread waits until it runs, which under load held
+    the event loop. Like daemon threads, nothing waits for them at exit. A new worker is made
+    only when none is idle, so one stalled on a read never holds up the next call."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on an idle worker, or on a new one."""
+        with self._lock:
+            new = self._idle == 0
+            if not new:
+                self._idle -= 1  # that worker's turn is this job's
+        self._jobs.put(job)
+        if new:
+            _thread.start_new_thread(self._work, ())
+
+    def _work(self) -> None:
+        while True:
+            self._jobs.get()()  # each job settles its own future, errors included
+            with self._lock:
+                self._idle += 1
+
+
+_pool = _Pool()
