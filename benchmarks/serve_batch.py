@@ -83,9 +83,7 @@ class Server:
             "--tools", "Difference", "--port", str(self.port), "--concurrency", "64",
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(checkout)}
-        self.process = subprocess.Popen(
-            command, cwd=checkout, env=env, stderr=subprocess.DEVNULL
-        )
+        self.process = subprocess.Popen(command, cwd=checkout, env=env, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 180
         while True:
             try:
