@@ -389,3 +389,23 @@ def test_the_judge_keeps_the_calls_of_every_item_admitted_in_flight() -> None:
     )
     ScoringService(explicit, ServeConfig(concurrency=64))
     assert explicit.backend.call_limit.limit == 10  # type: ignore[attr-defined]  # as set
+
+
+def test_serve_keeps_a_response_cache_only_with_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import uvicorn
+    from fastapi.testclient import TestClient
+
+    from cigeval.cli.main import main
+
+    started: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: started.update(app=app))
+    model = "openai:m@http://127.0.0.1:9/v1"
+    base = ["serve", "--model", model, "--no-preflight", "--no-warmup"]
+    cached = []
+    for extra in ([], ["--cache", "--cache-dir", str(tmp_path)], ["--no-cache"]):
+        assert main([*base, *extra]) == 0
+        with TestClient(started["app"]) as client:
+            cached.append(client.get("/v1/info").json()["cache"])
+    assert cached == [False, True, False]
