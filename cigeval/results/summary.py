@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import ConfigError
 from cigeval.score import Score
 from cigeval.terminal import safe_text
@@ -202,10 +203,11 @@ class RunSummary:
                 + "; ".join(_prompt_set_line(n, c) for n, c in self.prompt_sets.most_common())
             )
         if self.degraded_samples:
+            as_errors = in_callers_words("--on-degraded error", "on_degraded='error'")
             treated = (
-                "made errors by --on-degraded error"
+                f"made errors by {as_errors}"
                 if self.degraded_are_errors
-                else "kept as ok; --on-degraded error makes them errors"
+                else f"kept as ok; {as_errors} makes them errors"
             )
             lines.append(
                 f"degraded: {self.degraded_samples} sample(s), {self.degraded_questions} "
@@ -230,7 +232,8 @@ class RunSummary:
             )
         if self.overlong_replies:
             lines.append(
-                f"over-long replies: {self.overlong_replies} (longer than --max-reply-chars; "
+                f"over-long replies: {self.overlong_replies} (longer than "
+                f"{in_callers_words('--max-reply-chars', 'max_reply_chars')}; "
                 "cut there and asked again)"
             )
         if self.judgments_per_sample > 1:
@@ -273,7 +276,8 @@ class RunSummary:
         if self.previous_errors:
             lines.append(
                 f"{self.previous_errors} sample(s) recorded as error by an earlier run "
-                "(rerun with --retry-errors to try them again)"
+                f"({in_callers_words('rerun with --retry-errors', 'run with retry_errors=True')}"
+                " to try them again)"
             )
         return "\n".join(lines)
 

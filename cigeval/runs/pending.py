@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval._regular_file import MAX_IMAGE_BYTES, open_regular
 from cigeval.runs.sample_files import changed_roles, image_file_hashes
 from cigeval.sample import Sample, SampleLine, sample_identity
@@ -104,9 +105,10 @@ def _image_changed(item: Any, sample_id: str, rules: PendingRules, counts: Pendi
     if not changed:
         return False
     counts.rechecked.append(sample_id)
+    keep = in_callers_words("--no-recheck-images", "recheck_images=False")
     echo(
         f"sample {safe_text(repr(sample_id))}: image(s) {safe_text(', '.join(changed))} "
-        "changed since it was judged; judging it again (--no-recheck-images keeps the record)"
+        f"changed since it was judged; judging it again ({keep} keeps the record)"
     )
     return True
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.config import EnsembleConfig, EvalConfig, RunConfig
 from cigeval.engines.settings import EngineConfig
 from cigeval.results.summary import RunSummary
@@ -96,21 +97,21 @@ class RunResult:
         lines = [self.summary.render(self.wall_s)]
         if self.duplicates:
             lines.append(f"{self.duplicates} repeated sample id(s) were not evaluated")
+        rerun = in_callers_words("rerun the same command", "run it again")
+        off = in_callers_words("--circuit-breaker 0", "circuit_breaker=0")
         if self.breaker is not None and self.breaker.unreachable_s is not None:
             lines.append(
                 f"cigeval: stopped by the circuit breaker: no request "
                 f"{self._reached(self.breaker.unreachable_s)} ({self.breaker.tripped}; "
                 f"{self.breaker.message}). The samples in flight have no record: once the "
-                "server answers, rerun the same command to resume (--circuit-breaker 0 turns "
-                "the breaker off)"
+                f"server answers, {rerun} to resume ({off} turns the breaker off)"
             )
         elif self.breaker is not None:
             lines.append(
                 f"cigeval: stopped by the circuit breaker: {self.breaker.streak} samples in a "
                 f"row could not reach the judge ({self.breaker.tripped}; the last: "
                 f"{self.breaker.message}). They and the samples in flight have no record: "
-                "once the server answers, rerun the same command to resume "
-                "(--circuit-breaker 0 turns the breaker off)"
+                f"once the server answers, {rerun} to resume ({off} turns the breaker off)"
             )
         elif self.stopped_by is not None:
             how = "terminated (SIGTERM)" if self.stopped_by == SIGTERM else "interrupted"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.backends.observers import observing
 from cigeval.backends.reachability import ServerWatch
 from cigeval.config import RUN_FILE_FIELDS, RunConfig
@@ -191,8 +192,9 @@ def _judge(
         # a recorded error judged again (its image changed) is this run's outcome now
         summary.previous_errors = previous_errors(writer, set(counts.rechecked))
         if counts.unchecked:
+            unchecked = in_callers_words("--no-recheck-images", "recheck_images=False")
             echo(
-                f"--no-recheck-images: {counts.unchecked} sample(s) kept from {safe_text(out)} "
+                f"{unchecked}: {counts.unchecked} sample(s) kept from {safe_text(out)} "
                 "without checking whether their images changed since they were judged"
             )
     if snapshot is not None and snapshot.changed is not None:

@@ -113,6 +113,7 @@ def test_from_python_a_dead_judge_stops_the_run_and_a_rerun_finishes(tmp_path: P
     assert result.stopped_by == "circuit breaker" and result.exit_status == EXIT_CIRCUIT_BREAKER
     assert result.breaker is not None and result.breaker.tripped == "transport.connection"
     assert "stopped by the circuit breaker: 5 samples in a row" in result.render()
+    assert "run it again to resume (circuit_breaker=0 turns" in result.render()  # a script's words
     assert len(dead.requests) < len(rows)  # it did not grind through every sample
     assert list(read_records(out)) == []  # never judged: no record
     again = Evaluator(ScriptedBackend(rule_judge()), **config).run(samples, out=out, quiet=True)

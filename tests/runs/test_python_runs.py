@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 import cigeval
 from cigeval import ConfigError, Evaluator, ScriptedBackend
+from cigeval._caller import command_line
 from cigeval.config import RUN_FILE_FIELDS, EvalConfig, RunConfig
 from cigeval.results import ResultsLock, ResultsLocked, read_records
 from cigeval.runs import RunOptions, RunResult, run_samples
@@ -138,3 +140,27 @@ def test_run_options_are_run_config_fields_read_from_the_judge_or_the_call(
     assert len(list(read_records(wider.out))) == 2  # the call's option wins
     with pytest.raises(ConfigError, match="invalid run options: concurrency: not a run option"):
         evaluator.run(samples, out=tmp_path / "c.jsonl", quiet=True, concurrency=4)
+
+
+def test_a_python_run_gives_its_advice_as_keywords_and_the_command_as_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a run says on stderr and in its summary names the keyword a script can pass
+    (``recheck_images=False``, ``retry_errors=True``), the flag only inside a command."""
+    Image.new("RGB", (32, 32), "red").save(tmp_path / "a.png")
+    rows = [
+        {"id": "kept", "task": "text_guided_ig", "prompt": "red", "images": {"output": "a.png"}},
+        {"id": "gone", "task": "text_guided_ig", "prompt": "red", "images": {"output": "no.png"}},
+    ]
+    samples = [sample_from_dict(r, base_dir=tmp_path) for r in rows]
+    out = tmp_path / "out.jsonl"
+    _evaluator(tmp_path).run(samples, out=out, quiet=True)
+    Image.new("RGB", (32, 32), "blue").save(tmp_path / "a.png")
+    capsys.readouterr()
+    again = _evaluator(tmp_path).run(samples, out=out, quiet=True)
+    said = capsys.readouterr().err + again.render()
+    assert "recheck_images=False keeps the record" in said
+    assert "run with retry_errors=True to try them again" in said
+    assert "--" not in said
+    with command_line():
+        assert "rerun with --retry-errors" in again.render()
