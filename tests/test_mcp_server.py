@@ -161,8 +161,7 @@ def _documented_client(judge_url: str, tmp_path: Path, cwd: Path) -> StdioServer
     args[args.index("--model") + 1] = f"openai:judge@{judge_url}"
     command = shutil.which(entry["command"])
     assert command is not None, f"{entry['command']} is not installed in this environment"
-    test_settings = [
-        *("--tools", "Difference"),
+    test_settings = [  # the documented tools kept: the entry must judge as written
         *("--image-encoding", "original"),  # the files' bytes, so the judge's side can hash them
         *("--cache-dir", str(tmp_path / "cache")),
     ]
