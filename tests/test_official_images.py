@@ -161,3 +161,46 @@ def test_two_concept_images_are_shown_to_the_planner_joined(tmp_path: Path) -> N
         client = OfficialClient(CLONE, lambda body: "")
         theirs = client.ns["merge_images"]([first.copy(), second.copy()])
         assert np.asarray(theirs).tolist() == np.asarray(joined).tolist()
+
+
+def test_maskfocus_highlights_the_rgb_image_the_judge_sees_not_the_file_as_stored(
+    tmp_path: Path,
+) -> None:
+    """A documented departure (docs/official-code.md, "Images"): the official ``highlight``
+    dims each file as stored, so grayscale files are sent as grayscale JPEGs (an RGBA one fails
+    to encode and the sample is dropped); cigeval highlights the RGB images it loaded."""
+    source = np.full((60, 80), 200, np.uint8)
+    edited = source.copy()
+    edited[10:40, 20:50] = 30
+    Image.fromarray(source, "L").save(tmp_path / "src.png")
+    Image.fromarray(edited, "L").save(tmp_path / "out.png")
+    Image.new("L", (80, 60), 255).save(tmp_path / "mask.png")
+    backend = ScriptedBackend(rule_judge(tools={"edit_success": "Difference"}))
+    sample = {
+        "id": "gray",
+        "task": "mask_guided_ie",
+        "instruction": "darken the box",
+        "images": {"source": "src.png", "mask": "mask.png", "output": "out.png"},
+    }
+    evaluator = Evaluator(backend, run_config=NO_CACHE, tools=("Difference",))
+    score = evaluator.evaluate(sample_from_dict(sample, base_dir=tmp_path))
+    assert score.ok and score.sub_scores[0].tool == "Difference", score.error
+
+    def modes(uris: list[str]) -> list[str]:
+        return [Image.open(io.BytesIO(base64.b64decode(u.split(",", 1)[1]))).mode for u in uris]
+
+    highlighted = sent_uris(backend)[:2]  # edit_success: the two highlighted images
+    assert modes(highlighted) == ["RGB", "RGB"]
+    corner = Image.open(io.BytesIO(base64.b64decode(highlighted[0].split(",", 1)[1])))
+    assert abs(corner.getpixel((2, 58))[0] - 200 // 4) <= 4  # dimmed outside the change
+    if CLONE:
+        import cv2
+
+        from tests.official_harness import define
+
+        client = OfficialClient(CLONE, lambda body: "")
+        client.ns.update(cv2=cv2, np=np, threshold=0.5, top_n=1)
+        define(Path(CLONE) / "tools/com.py", ("mark", "highlight"), client.ns)
+        define(Path(CLONE) / "tools/diff.py", ("detect_diff", "imgs_diff"), client.ns)
+        theirs = client.ns["imgs_diff"](str(tmp_path / "src.png"), str(tmp_path / "out.png"))
+        assert [image.mode for image in theirs] == ["L", "L"]
