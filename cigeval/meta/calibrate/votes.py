@@ -9,7 +9,8 @@ label is the human's; no usable vote counts as wrong.
 Over seeded splits (60/40 by default), grouped by text condition so a prompt never straddles
 the sides: the **best single judge** is the one most accurate on the train side; the
 **jury** is a multinomial logistic model over every judge's one-hot vote (its regularisation
-chosen by grouped cross-validation on the train side); both are counted on the held-out side.
+chosen by grouped cross-validation on the train side, by four-way accuracy, log loss breaking
+ties); both are counted on the held-out side.
 The jury is kept when the paired bootstrap interval of its mean held-out gain lies above zero;
 the file's model is then fitted on every pair.
 """
@@ -39,7 +40,7 @@ from cigeval.meta.calibrate.splits import Fold, grouped_kfold, repeated_holdout
 #: GenAI-Bench's four labels.
 LABELS = ("A>B", "B>A", "A=B=Good", "A=B=Bad")
 #: The regularisation strengths the jury's cross-validation chooses from.
-JURY_CS = (0.01, 0.03, 0.1, 0.3, 1.0)
+JURY_CS = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 _CONDITION_FIELDS = ("prompt", "source_prompt", "target_prompt", "instruct_prompt")
 
 
@@ -130,7 +131,7 @@ def _fit_jury(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The multinomial jury (stored form) and what the train side chose: the regularisation
     ``C`` and whether to fit each pair in both orders (``symmetric``), by grouped 5-fold
-    cross-validation (log loss on the pairs as given)."""
+    cross-validation (four-way accuracy on the pairs as given, log loss breaking ties)."""
     linear = sklearn_modules()["linear_model"]
     features = vote_features(votes, judges, LABELS)
     swapped_votes, swapped_labels = mirrored(votes, labels.tolist())
@@ -144,25 +145,32 @@ def _fit_jury(
         return linear.LogisticRegression(C=c, max_iter=2000).fit(x, y)
 
     folds = grouped_kfold(groups.tolist(), min(5, len(set(groups.tolist()))), seed, "jury")
+    accuracies: dict[tuple[bool, float], float] = {}
     losses: dict[tuple[bool, float], float] = {}
     for symmetric in (False, True):
         for c in JURY_CS:
-            losses[(symmetric, c)] = float(
-                np.mean(
-                    [
-                        _log_loss(fit(f.train, c, symmetric), features[f.test], labels[f.test])
-                        for f in folds
-                    ]
-                )
+            fitted = [(fit(f.train, c, symmetric), f.test) for f in folds]
+            accuracies[(symmetric, c)] = float(
+                np.mean([(m.predict(features[t]) == labels[t]).mean() for m, t in fitted])
             )
-    symmetric, c = min(losses, key=lambda key: (losses[key], key[0], key[1]))
+            losses[(symmetric, c)] = float(
+                np.mean([_log_loss(m, features[t], labels[t]) for m, t in fitted])
+            )
+    # chosen by the figure the jury is judged by (four-way accuracy), log loss breaking ties
+    symmetric, c = min(accuracies, key=lambda key: (-accuracies[key], losses[key], key[0], key[1]))
     model = fit(np.arange(len(labels)), c, symmetric)
     stored = {
         "classes": [str(k) for k in model.classes_],
         "coef": np.atleast_2d(model.coef_).tolist(),
         "intercept": np.atleast_1d(model.intercept_).tolist(),
     }
-    return stored, {"C": c, "symmetric": symmetric, "cv_log_loss": round(losses[(symmetric, c)], 4)}
+    chosen = {
+        "C": c,
+        "symmetric": symmetric,
+        "cv_accuracy": round(accuracies[(symmetric, c)], 4),
+        "cv_log_loss": round(losses[(symmetric, c)], 4),
+    }
+    return stored, chosen
 
 
 def _accuracy(votes: list[dict[str, str | None]], judge: str, human: np.ndarray) -> float:
@@ -307,7 +315,8 @@ def calibrate_votes(
             "Best single judge: the most accurate on each train side. Jury: multinomial "
             f"logistic regression over one-hot votes; C from {list(JURY_CS)} and whether to "
             "fit each pair also with its candidates swapped, both chosen by 5-fold "
-            "cross-validation grouped by text condition on the train side (log loss). "
+            "cross-validation grouped by text condition on the train side (four-way accuracy, "
+            "log loss breaking ties). "
             f"Gain interval: percentile bootstrap of prompt groups, {n_boot} resamples, 95%."
         ),
     )
