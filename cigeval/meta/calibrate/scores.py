@@ -45,7 +45,8 @@ PROCEDURE = (
     "squares); an isotonic map to the human scale; a tie band for within-prompt comparisons. "
     "A stage whose gain's interval does not lie above zero is rejected. Intervals: "
     "conformalized quantile regression at level {level}, cross-fitted ({inner_k} folds "
-    "grouped by prompt) on the train side. Split: {split}."
+    "grouped by prompt) on the train side, its quantile pair the level's own or a narrower "
+    "one, whichever is narrowest out of fold once conformalized. Split: {split}."
 )
 
 

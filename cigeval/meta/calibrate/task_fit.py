@@ -10,10 +10,15 @@ so the figures describe exactly what the file does.
 - **jury**: non-negative least-squares weights over the judges' aggregated scores (a
   missing judge stands in with its train mean);
 - **map**: isotonic regression of the human label on the score (scikit-learn);
-- **intervals**: conformalized quantile regression, cross-fitted on the train side: the
-  (1-level)/2 and (1+level)/2 quantiles of the label as monotone functions of the score
-  (gradient-boosted, monotone), widened by the conformal quantile of their out-of-fold
-  misses, so that ``level`` of new labels fall inside;
+- **intervals**: conformalized quantile regression, cross-fitted on the train side: a low
+  and a high quantile of the label as monotone functions of the score (gradient-boosted,
+  monotone), widened by the conformal quantile of their out-of-fold misses, so that
+  ``level`` of new labels fall inside. The quantile pair is the (1-level)/2 and (1+level)/2
+  one or a narrower pair of :data:`INNER_QUANTILE_TAILS`, whichever gives the narrowest
+  intervals out of fold once conformalized: human labels take few values (a mean of three
+  raters' 0/0.5/1), so bounds at the outer quantiles sit on a value many labels share and
+  cover far more than ``level``; a narrower pair, widened as much as its misses ask, keeps
+  the coverage and loses the excess;
 - **tie band**: the width under which two calibrated values of one prompt count as a tie,
   chosen for the best within-prompt win/tie/loss agreement of out-of-fold values.
 """
@@ -37,6 +42,9 @@ from cigeval.stats import rowwise_correlation
 SOFTMIN_TEMPERATURES = (0.05, 0.1, 0.2, 0.5)
 #: Points on which the interval bounds are tabulated between the lowest and highest score.
 INTERVAL_GRID = 400
+#: Lower tail probabilities of the quantile pairs the intervals may start from, besides the
+#: level's own (1-level)/2: the pair (t, 1-t) is conformalized like the level's.
+INNER_QUANTILE_TAILS = (0.1, 0.15, 0.2)
 
 
 @dataclass
@@ -238,23 +246,13 @@ def _intervals(
     ok = ~np.isnan(oof_s) & ~np.isnan(human)
     if not options.intervals or ok.sum() < 10 or not folds:
         return None, oof_v, {}
-    low_q, high_q = (1 - options.level) / 2, (1 + options.level) / 2
-    misses = np.full(len(train), np.nan)
-    for fold in folds:
-        at_test = np.searchsorted(train, fold.test)
-        fit_on = np.setdiff1d(np.flatnonzero(ok), at_test)
-        target = at_test[ok[at_test]]
-        if len(fit_on) < 5 or not len(target):
-            continue
-        lower = _quantile_model(low_q, oof_s[fit_on], human[fit_on], options.seed)
-        upper = _quantile_model(high_q, oof_s[fit_on], human[fit_on], options.seed)
-        s = oof_s[target][:, None]
-        below, above = lower.predict(s) - human[target], human[target] - upper.predict(s)
-        misses[target] = np.maximum(below, above)
-    scored = ~np.isnan(misses)
-    widen = conformal_quantile(misses[scored], options.level)
-    if not math.isfinite(widen):
-        return None, oof_v, {"conformal": f"too few items ({int(scored.sum())})"}
+    tails = sorted({(1 - options.level) / 2, *(t for t in INNER_QUANTILE_TAILS if t < 0.5)})
+    tried = [_conformalized(tail, folds, train, oof_s, human, ok, options) for tail in tails]
+    usable = [t for t in tried if math.isfinite(t[1])]
+    if not usable:
+        return None, oof_v, {"conformal": f"too few items ({int(ok.sum())})"}
+    tail, widen, _ = min(usable, key=lambda t: (t[2], t[0]))
+    low_q, high_q = tail, 1 - tail
     lower = _quantile_model(low_q, oof_s[ok], human[ok], options.seed)
     upper = _quantile_model(high_q, oof_s[ok], human[ok], options.seed)
     span = np.concatenate([oof_s[ok], pre_map(fitted, data, train)])
@@ -268,7 +266,50 @@ def _intervals(
         "lower": [float(v) for v in low[keep]],
         "upper": [float(v) for v in high[keep]],
     }
-    return table, oof_v, {"conformal_widening": round(widen, 4), "misses": int(scored.sum())}
+    measured = {
+        "conformal_widening": round(widen, 4),
+        "quantiles": [round(low_q, 4), round(high_q, 4)],
+        "out_of_fold_width": {f"{t:g}": round(w, 4) for t, _, w in tried if math.isfinite(w)},
+        "misses": int(ok.sum()),
+    }
+    return table, oof_v, measured
+
+
+def _conformalized(
+    tail: float,
+    folds: list[Any],
+    train: np.ndarray,
+    oof_s: np.ndarray,
+    human: np.ndarray,
+    ok: np.ndarray,
+    options: FitOptions,
+) -> tuple[float, float, float]:
+    """The quantile pair (``tail``, 1 - ``tail``) cross-fitted on the train side: its
+    conformal widening at the level and the mean width of the widened intervals out of fold
+    (inf when too few items)."""
+    misses = np.full(len(train), np.nan)
+    lows = np.full(len(train), np.nan)
+    highs = np.full(len(train), np.nan)
+    for fold in folds:
+        at_test = np.searchsorted(train, fold.test)
+        fit_on = np.setdiff1d(np.flatnonzero(ok), at_test)
+        target = at_test[ok[at_test]]
+        if len(fit_on) < 5 or not len(target):
+            continue
+        lower = _quantile_model(tail, oof_s[fit_on], human[fit_on], options.seed)
+        upper = _quantile_model(1 - tail, oof_s[fit_on], human[fit_on], options.seed)
+        s = oof_s[target][:, None]
+        lows[target], highs[target] = lower.predict(s), upper.predict(s)
+        misses[target] = np.maximum(lows[target] - human[target], human[target] - highs[target])
+    scored = ~np.isnan(misses)
+    widen = conformal_quantile(misses[scored], options.level)
+    if not math.isfinite(widen):
+        return tail, math.inf, math.inf
+    # the width as the file gives it: widened, then clipped to the label's scale
+    low_end, high_end = options.scale
+    low = np.clip(lows[scored] - widen, low_end, high_end)
+    high = np.clip(highs[scored] + widen, low_end, high_end)
+    return tail, widen, float(np.mean(np.maximum(high - low, 0.0)))
 
 
 def fit_task(data: TaskData, train: np.ndarray, options: FitOptions) -> TaskFit:
