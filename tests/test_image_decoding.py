@@ -346,7 +346,7 @@ def test_a_sample_judged_without_tools_under_original_is_never_decoded(tmp_path:
 def test_a_run_hashes_each_image_file_once_the_loaders_hash_goes_on_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cigeval.runs.sample_files as sample_files
+    import cigeval.sample_files as sample_files
 
     samples = seven_task_samples(tmp_path)
     missing = {**samples[0], "id": "missing", "images": {"output": str(tmp_path / "gone.png")}}

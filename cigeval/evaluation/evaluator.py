@@ -64,6 +64,7 @@ from cigeval.sample import (
     sample_from_dict,
     sample_identity,
 )
+from cigeval.sample_files import image_file_hashes
 from cigeval.sample_run import SampleRun
 from cigeval.score import Score, Verdict
 from cigeval.session import JudgeSession
@@ -499,8 +500,9 @@ class Evaluator:
     async def _evaluate(self, item: SampleInput) -> Score:
         started = time.perf_counter()
         sample_id, task = sample_identity(item)
+        parsed: Sample | None = None
         try:
-            sample = _as_sample(item)
+            sample = parsed = _as_sample(item)
             self.rubric.validate(sample)
             replay = self.replay
             # hashing, cache reads, image files and the encodings the judge is sent off the
@@ -516,7 +518,7 @@ class Evaluator:
             message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
             trace = Trace()
             trace.add(ErrorEvent(stage="input", message=message))
-            return assemble_score(
+            failed = assemble_score(
                 sample_id=sample_id,
                 task=task,
                 rubric=self.config.rubric,
@@ -527,6 +529,14 @@ class Evaluator:
                 passthrough=_passthrough(item),
                 provenance=self._provenance(),
             )
+            if parsed is not None:
+                # its images were never loaded: the hashes of its files, which a run records
+                # (a rerun judges it again once they change), are read here, off the event
+                # loop too: a file whose read never ends holds up this sample alone
+                failed._file_hashes = await off_loop(
+                    image_file_hashes, parsed, self.run_config.max_image_bytes
+                )
+            return failed
         encoded: dict[int, Any] = {}
         with noting_answers() as answers:
             outcomes = await asyncio.gather(
@@ -680,6 +690,7 @@ class Evaluator:
         iterator = iter(items)
         in_memory = isinstance(items, list | tuple)
         pending: set[asyncio.Future[Score]] = set()
+        done: set[asyncio.Future[Score]] = set()
         exhausted = False
         try:
             while pending or not exhausted:
@@ -701,13 +712,16 @@ class Evaluator:
                 if not pending:
                     break
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    yield task.result()
+                while done:
+                    yield done.pop().result()
         finally:
-            # Stopped early (cancelled, or the caller left the loop): samples still in flight
-            # are cancelled rather than left running unseen.
-            for task in pending:
+            # Stopped early (cancelled, the caller left the loop, or a sample raised: the
+            # image folder cannot be written): samples still in flight are cancelled rather
+            # than left running unseen, and what the others raise is taken here, said once by
+            # the first, never printed by the event loop as a task's unretrieved exception
+            for task in {*pending, *done}:
                 task.cancel()
+                task.add_done_callback(_retrieved)
 
     async def evaluate_many_async(
         self, items: Iterable[SampleInput], concurrency: int | None = None
@@ -762,6 +776,12 @@ def _locate_not_shown(score: Score, sample: Sample, store: ImageStore | None) ->
     if files:
         score.image_files = {**score.image_files, **files}
     return score
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Take what a task left behind raised (nothing is said of it: see :meth:`stream`)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _take(iterator: Iterator[SampleInput], count: int) -> list[SampleInput]:

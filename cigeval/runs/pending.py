@@ -10,8 +10,8 @@ from typing import Any
 
 from cigeval._caller import in_callers_words
 from cigeval._regular_file import MAX_IMAGE_BYTES, open_regular
-from cigeval.runs.sample_files import changed_roles, image_file_hashes
 from cigeval.sample import Sample, SampleLine, sample_identity
+from cigeval.sample_files import changed_roles, image_file_hashes
 from cigeval.terminal import echo, safe_text
 
 

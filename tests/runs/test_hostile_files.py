@@ -151,6 +151,47 @@ def test_sigterm_during_a_stalled_read_ends_the_run_with_143_keeping_records(
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_sigterm_while_a_failed_samples_files_are_hashed_without_the_cache_ends_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--no-cache: no replay key is hashed, but a sample whose image cannot be loaded has its
+    files hashed for the record (a rerun judges it again once they change). A regular file
+    whose read never ends (/proc/kmsg, a stalled network mount) held the event loop there,
+    the others were never judged and SIGTERM went unheard."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("CIGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    good = next(s for s in seven_task_samples(tmp_path) if s["id"] == "t2i")
+    (tmp_path / "stuck.png").write_bytes(b"no image, and its second read never ends")
+    stuck = {**good, "id": "stuck", "images": {"output": "stuck.png"}}
+    samples = write_jsonl(tmp_path / "samples.jsonl", [good, stuck])
+    out = tmp_path / "out.jsonl"
+
+    import cigeval.sample_files as sample_files
+
+    hashed = sample_files.known_file_sha256
+    release = threading.Event()
+    killed: list[float] = []
+
+    def stalled(path: Path, *args: Any) -> str:
+        if path.name == "stuck.png":
+            killed.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGTERM)
+            release.wait(20)
+        return hashed(path, *args)
+
+    monkeypatch.setattr(sample_files, "known_file_sha256", stalled)
+    try:
+        with FakeOpenAIServer(rule_judge()) as server:
+            flags = ["--tools", "", "--concurrency", "1", "--no-cache"]
+            status = evaluate_cli(server, samples, out, *flags)
+            ended = time.monotonic()
+    finally:
+        release.set()
+    assert status == 143
+    assert killed and ended - killed[0] < 10
+    assert list(_by_id(out)) == ["t2i"] and not lock_path(out).exists()
+
+
 def test_the_inspect_scorer_refuses_a_fifo_image_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,34 @@ def test_an_image_folder_that_cannot_be_made_is_one_line_and_exit_2(
         assert evaluate_cli(server, samples, out, "--tools", "") == 2
     _one_line(capsys, "cannot write the images shown to the judge")
     assert (tmp_path / "out.images").read_text() == "a file in the way"
+
+
+def test_samples_in_flight_that_meet_the_same_fault_add_nothing_to_the_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Eight samples at once, every one stopped by the image folder: the first says why,
+    the others' errors are taken, never printed as unretrieved task exceptions."""
+    import gc
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("CIGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    t2i = next(s for s in seven_task_samples(tmp_path) if s["id"] == "t2i")
+    samples = write_jsonl(tmp_path / "samples.jsonl", [{**t2i, "id": f"s{i}"} for i in range(8)])
+    out = tmp_path / "out.jsonl"
+    (tmp_path / "out.images").write_text("a file in the way")
+    together = threading.Barrier(8, timeout=10)
+    judge = rule_judge()
+
+    def reply(body: dict[str, Any]) -> str:
+        together.wait()  # every sample's answer at once: they meet the fault together
+        return judge(body)
+
+    with FakeOpenAIServer(reply) as server:
+        assert evaluate_cli(server, samples, out, "--tools", "", "--no-cache") == 2
+    gc.collect()  # an unretrieved task exception is said when its task is collected
+    _one_line(capsys, "cannot write the images shown to the judge")
+    said = [r.getMessage() for r in caplog.records if r.name == "asyncio"]
+    assert not any("never retrieved" in message for message in said), said

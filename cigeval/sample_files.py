@@ -3,7 +3,10 @@
 Each record keeps, in ``provenance.image_files``, the sha256 of every image file of its
 sample as the run found it (by role: ``output``, ``subjects[1]``, ``candidates.A``). A rerun
 hashes them again for the samples already recorded: an image replaced on disk since makes
-the sample be judged again, instead of keeping a score of an image that is gone.
+the sample be judged again, instead of keeping a score of an image that is gone. The
+evaluator hashes the files of a sample whose images it could not load (off the event loop,
+as it loads them), the run those of a record from elsewhere (a Ray worker) and of a record
+it resumes.
 """
 
 from __future__ import annotations
