@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from types import ModuleType
@@ -29,7 +29,7 @@ from cigeval.backends._spec import endpoint_url, public_url
 from cigeval.backends.limits import InFlightLimit, estimate_tokens
 from cigeval.backends.observers import current_observers
 from cigeval.backends.policy import CallPolicy
-from cigeval.errors import BackendError, ConfigError, TransportError
+from cigeval.errors import BackendError, ConfigError, PreflightError, TransportError
 from cigeval.messages import ModelRequest, ModelResponse
 from cigeval.redact import redact_known, remember_secret, remember_url_secrets
 
@@ -37,6 +37,8 @@ logger = logging.getLogger("cigeval.backends")
 
 #: The longest a preflight request may take, in seconds.
 PREFLIGHT_TIMEOUT_S = 10.0
+#: A preflight's requests to one server (a listing, then a one-token request) at most.
+PREFLIGHT_REQUESTS = 2
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 #: How the loop waits between attempts (a test counts the waits by replacing it).
 _sleep = asyncio.sleep
@@ -46,6 +48,28 @@ T = TypeVar("T")
 
 class UnreadableReply(ValueError):
     """HTTP succeeded but the body is not a usable reply (retried like a transient failure)."""
+
+
+async def preflight_within(check: Awaitable[None], timeout_s: float, where: str) -> None:
+    """``check`` (a preflight's requests to the server at ``where``, each allowed
+    ``timeout_s`` per read) under one deadline for all of them: a server that trickles its
+    answer byte by byte passes every per-read timeout, and one whose answer passes the reply
+    cap (:mod:`cigeval.backends._reply_cap`) would be read without end; each is a
+    :class:`~cigeval.errors.PreflightError` naming the server."""
+    deadline = PREFLIGHT_REQUESTS * timeout_s
+    try:
+        await asyncio.wait_for(check, deadline)
+    except asyncio.TimeoutError:
+        raise PreflightError(
+            f"the judge server at {where} did not finish answering the preflight check "
+            f"within {deadline:g} s (a server that sends its answer byte by byte?); "
+            "--no-preflight skips this check"
+        ) from None
+    except UnreadableReply as exc:
+        raise PreflightError(
+            f"the judge server at {where} answered the preflight check with a reply that "
+            f"cannot be read: {str(exc)[:200]}"
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from cigeval.backends._retrying import (
     Secret,
     UnreadableReply,
     error_message,
+    preflight_within,
     sdk_failure,
 )
 from cigeval.backends._spec import model_and_urls, public_url, url_list
@@ -179,15 +180,28 @@ class AnthropicBackend(RetryingBackend):
         a server without that route, or that does not list the name, gets a one-token
         messages request instead. Raises :class:`PreflightError` naming the fix.
         """
+        timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
         for url in self.urls:
-            await self._preflight_one(url)
+            where = public_url(url) if url else ANTHROPIC_URL
+            await preflight_within(self._preflight_one(url), timeout, where)
 
     async def _preflight_one(self, url: str | None) -> None:
         sdk = self._sdk
         where = public_url(url) if url else ANTHROPIC_URL
         timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
         client = sdk.AsyncAnthropic(
-            api_key=self._key.value, base_url=url or ANTHROPIC_URL, timeout=timeout, max_retries=0
+            api_key=self._key.value,
+            base_url=url or ANTHROPIC_URL,
+            timeout=timeout,
+            max_retries=0,
+            http_client=sdk.DefaultAsyncHttpxClient(
+                timeout=timeout,
+                follow_redirects=False,
+                headers=IDENTITY,
+                event_hooks=reply_cap_hooks(
+                    sdk.DefaultAsyncHttpxClient, self.policy.max_reply_bytes
+                ),
+            ),
         )
         problem: str | None = None
         try:

@@ -18,7 +18,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from cigeval.backends._retrying import PREFLIGHT_TIMEOUT_S, error_message
+from cigeval.backends._retrying import PREFLIGHT_TIMEOUT_S, error_message, preflight_within
 from cigeval.backends._spec import first_env, model_and_urls, public_url, url_list
 from cigeval.backends.openai_backend import OpenAIBackend
 from cigeval.backends.policy import CallPolicy
@@ -94,8 +94,11 @@ class AzureOpenAIBackend(OpenAIBackend):
     async def preflight(self) -> None:
         """Check every resource answers a one-token request to the deployment, within
         seconds (the data plane has no listing of deployments). Raises PreflightError."""
+        timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
         for url in self.base_urls:
-            await self._preflight_deployment(url or "")
+            await preflight_within(
+                self._preflight_deployment(url or ""), timeout, public_url(url or "")
+            )
 
     async def _preflight_deployment(self, url: str) -> None:
         where = public_url(url)

@@ -31,6 +31,7 @@ from cigeval.backends._retrying import (
     Secret,
     UnreadableReply,
     error_message,
+    preflight_within,
     sdk_failure,
 )
 from cigeval.backends._spec import model_and_urls, public_url, url_list
@@ -162,8 +163,10 @@ class LiteLLMBackend(RetryingBackend):
         Raises :class:`PreflightError` naming the fix: the credentials refused, the model
         unknown to the provider, or the server unreachable.
         """
+        timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
         for url in self.urls:
-            await self._preflight_one(url)
+            where = public_url(url) if url else self.default_url
+            await preflight_within(self._preflight_one(url), timeout, where)
 
     async def _preflight_one(self, url: str | None) -> None:
         where = public_url(url) if url else self.default_url

@@ -33,6 +33,7 @@ from cigeval.backends._retrying import (
     PerLoop,
     RetryingBackend,
     Secret,
+    preflight_within,
     sdk_failure,
 )
 from cigeval.backends._spec import model_and_urls, public_url
@@ -306,10 +307,16 @@ class OpenAIBackend(RetryingBackend):
         import httpx
 
         timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
-        headers = {"Authorization": f"Bearer {self._key.value}"}
-        async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
+        headers = {"Authorization": f"Bearer {self._key.value}", **IDENTITY}
+        capped = reply_cap_hooks(httpx.AsyncClient, self.policy.max_reply_bytes)
+        async with httpx.AsyncClient(
+            timeout=timeout, headers=headers, event_hooks=capped
+        ) as client:
             for url in self.urls:
-                await self._preflight_one(client, url or OPENAI_URL)
+                where = public_url(url or OPENAI_URL)
+                await preflight_within(
+                    self._preflight_one(client, url or OPENAI_URL), timeout, where
+                )
 
     async def _preflight_one(self, client: httpx.AsyncClient, url: str) -> None:
         import httpx

@@ -15,7 +15,8 @@ headers) and can inject faults into chosen requests. Typical use::
 ``GET /v1/models`` lists ``served_models`` (an empty list by default: a server that does not
 say which names it serves, which any name then passes); such requests are counted in
 ``model_list_requests``, never in ``requests``, so preflight checks do not shift fault indices.
-``models_status`` makes that route answer an HTTP error instead (404: a server without it).
+``models_status`` makes that route answer an HTTP error instead (404: a server without it),
+``models_fault`` (``"trickle"`` or ``"endless"``, below) a hostile answer.
 
 The test suite's ``openai_server`` fixture (tests/conftest.py) gives one started server.
 Faults: ``"429"`` (with Retry-After / retry-after-ms), ``"500"``, ``"400"``, ``"401"``,
@@ -136,6 +137,7 @@ class FakeOpenAIServer(LocalHTTPService):
     port: int = 0
     served_models: list[str] = field(default_factory=list)
     models_status: int = 200
+    models_fault: str | None = None
     hostile_for_s: float = 120.0
     requests: list[RecordedRequest] = field(default_factory=list, init=False)
     model_list_requests: int = field(default=0, init=False)
@@ -210,6 +212,8 @@ class FakeOpenAIServer(LocalHTTPService):
             self.model_list_requests += 1
         if not handler.path.rstrip("/").endswith("/models"):
             self._send(handler, 404, {"error": {"message": f"no route {handler.path}"}})
+        elif self.models_fault is not None:
+            self._send_fault(handler, _Fault(self.models_fault))
         elif self.models_status != 200:
             self._send(handler, self.models_status, {"error": {"message": "not here"}})
         else:

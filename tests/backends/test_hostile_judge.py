@@ -11,7 +11,7 @@ import tracemalloc
 import pytest
 
 from cigeval.backends.openai_backend import OpenAIBackend
-from cigeval.errors import BackendError, TransportError
+from cigeval.errors import BackendError, PreflightError, TransportError
 from cigeval.testing.openai_server import FakeOpenAIServer
 
 from .support import fast_policy, image_request
@@ -61,3 +61,35 @@ def test_an_endless_reply_ends_at_the_byte_cap_in_bounded_memory() -> None:
             _ask(server, max_retries=0, max_reply_bytes=100_000)
         assert server.requests[2].fault == "endless"
         assert server.requests[0].header("Accept-Encoding") == "identity"
+
+
+def _preflight(server: FakeOpenAIServer, **policy: object) -> None:
+    backend = OpenAIBackend("m", [server.base_url], api_key="k", policy=fast_policy(**policy))
+
+    async def check() -> None:
+        try:
+            await backend.preflight()
+        finally:
+            await backend.aclose()
+
+    asyncio.run(check())
+
+
+def test_the_preflight_check_has_one_deadline_and_a_capped_reply_too() -> None:
+    """The model listing asked before the first sample: a trickle held a run for minutes at
+    --timeout 8 (each byte came within the per-read timeout), an endless listing grew the
+    process to 15 GB."""
+    with FakeOpenAIServer(["judged"], hostile_for_s=30, models_fault="trickle") as server:
+        started = time.monotonic()
+        with pytest.raises(PreflightError, match=r"did not finish answering .* within 2 s"):
+            _preflight(server, timeout_s=1)
+        assert time.monotonic() - started < 5
+    with FakeOpenAIServer(["judged"], hostile_for_s=5, models_fault="endless") as server:
+        tracemalloc.start()
+        try:
+            with pytest.raises(PreflightError, match="the reply passed 100000 bytes"):
+                _preflight(server, max_reply_bytes=100_000)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 50 * 1024 * 1024, f"{peak / 1e6:.0f} MB held while reading"
