@@ -31,17 +31,35 @@ MIN_SECRET_CHARS = 8
 _known: set[str] = set()
 _known_lock = threading.Lock()
 _known_sorted: tuple[str, ...] = ()
+#: Each known secret as JSON may spell it: any of its characters as a ``\\uXXXX`` escape
+#: (a reply's JSON decodes them, so a key echoed that way would be written in clear).
+_known_escaped: tuple[re.Pattern[str], ...] = ()
 
 
 def remember_secret(value: str | None) -> None:
     """Redact ``value`` from now on, in this process, wherever it appears (values shorter
     than :data:`MIN_SECRET_CHARS` are ignored)."""
-    global _known_sorted
+    global _known_sorted, _known_escaped
     if not value or len(value) < MIN_SECRET_CHARS or value in _known:
         return
     with _known_lock:
         _known.add(value)
         _known_sorted = tuple(sorted(_known, key=len, reverse=True))  # longest first
+        _known_escaped = tuple(_json_spellings(secret) for secret in _known_sorted)
+
+
+def _json_spellings(secret: str) -> re.Pattern[str]:
+    """A pattern of ``secret`` with any of its characters written as a JSON escape."""
+
+    def hex_digit(digit: str) -> str:
+        return f"[{digit}{digit.upper()}]" if digit.isalpha() else digit
+
+    def spellings(char: str) -> str:
+        escape = "\\\\u" + "".join(hex_digit(d) for d in f"{ord(char):04x}")
+        solidus = "|\\\\/" if char == "/" else ""
+        return f"(?:{re.escape(char)}|{escape}{solidus})"
+
+    return re.compile("".join(spellings(char) for char in secret))
 
 
 def remember_url_secrets(url: str | None) -> None:
@@ -64,6 +82,9 @@ def redact_known(text: str) -> str:
     for secret in _known_sorted:
         if secret in text:
             text = text.replace(secret, REDACTED)
+    if "\\" in text:  # JSON escapes: a reply's parser would decode the secret
+        for spelled in _known_escaped:
+            text = spelled.sub(REDACTED, text)
     return text
 
 

@@ -60,3 +60,31 @@ def test_known_secrets_are_redacted_wherever_they_appear() -> None:
     text = "a tok-0123456789-abcdef b, short, http://u:pw@h/?key=v"
     assert redact_known(text) == "a *** b, short, http://u:pw@h/?key=v"
     assert redact_credentials(text) == "a *** b, short, http://***@h/?key=***"
+
+
+def test_a_key_echoed_in_json_escapes_is_in_no_file_either(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reply's JSON spells the key with \\u escapes (and \\/): the parser decoded it into
+    the reasoning, written in clear to the results, the replay cache and the report."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("CIGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    escaped = "".join(f"\\u{ord(c):04X}" if i % 2 else c for i, c in enumerate(KEY))
+
+    def echoing(request: dict[str, Any]) -> str:
+        return rule_judge()(request).replace('"reasoning": "', f'"reasoning": "{escaped} ', 1)
+
+    t2i = [s for s in seven_task_samples(tmp_path / "set") if s["id"] == "t2i"]
+    samples = write_jsonl(tmp_path / "set" / "samples.jsonl", t2i)
+    out = tmp_path / "out.jsonl"
+    with FakeOpenAIServer(echoing) as server:
+        assert evaluate_cli(server, samples, out, "--tools", "") == 0
+        assert escaped in (server.requests[0].reply or "")
+    report = tmp_path / "report.html"
+    assert main(["report", str(out), "-o", str(report), "--bootstrap", "10"]) == 0
+    (record,) = read_records(out)
+    assert record["sub_scores"][0]["reasoning"].startswith("*** ")
+    for path in (p for p in tmp_path.rglob("*") if p.is_file()):
+        assert KEY.encode() not in path.read_bytes() and escaped.encode() not in path.read_bytes()
+    spelled = "sk-" + "".join(f"\\u{ord(c):04x}" for c in KEY[3:]) + " and \\/ " + KEY[:3]
+    assert redact_known(spelled) == "*** and \\/ sk-"
