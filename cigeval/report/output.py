@@ -3,8 +3,9 @@
 ``cigeval report R -o R`` (a typo, a shell history) must not turn a results file into HTML,
 and ``-o samples.jsonl`` must not replace the samples. The page's path is refused when it is
 the same file as a results file read (symlinks resolved, hard links by inode) or a samples
-file its records name, when it holds JSON lines (whatever wrote them), when a run holds its
-lock, or when it is no regular file (a folder, a FIFO, a device). The page is written to a
+file its records name, when it holds JSON lines (whatever wrote them) or anything else but an
+HTML page (an image the records show, a document), when a run holds its lock, or when it is
+no regular file (a folder, a FIFO, a device). The page is written to a
 temporary file beside it and renamed over the path at the end: a reader never sees half a
 page, a failed write leaves the old file as it was, and a link planted at the path is
 replaced, its target untouched. The checks run again just before the rename.
@@ -58,6 +59,22 @@ def _reads_as_jsonl(path: Path) -> bool:
     return False
 
 
+def _page_or_empty(path: Path) -> bool:
+    """Whether the file at ``path`` may be replaced by a page: an HTML page (an earlier
+    report), an empty file, or a link (the link is replaced, its target left alone)."""
+    from cigeval._regular_file import open_regular
+
+    try:
+        if os.path.islink(path):
+            return True
+        with open_regular(path) as handle:
+            head = handle.read(_HEAD_BYTES)
+    except OSError:
+        return True  # what cannot be read is refused or fails when written, in its words
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip().lower()
+    return not text or text.startswith((b"<!doctype html", b"<html"))
+
+
 def refuse_output_over_inputs(out: Path, inputs: Iterable[tuple[str, Path]]) -> None:
     """InputError when the page's path ``out`` is one of ``inputs`` (what it is, its path),
     holds JSON lines, is locked by a run or is not a regular file; nothing is written."""
@@ -86,6 +103,11 @@ def refuse_output_over_inputs(out: Path, inputs: Iterable[tuple[str, Path]]) -> 
         raise InputError(
             f"-o {shown} holds JSON lines (results or samples?), not a report page; it was "
             "left as it was: choose another output path or remove it first"
+        )
+    if status is not None and not _page_or_empty(out):
+        raise InputError(
+            f"-o {shown} holds something other than an HTML page (an image the records "
+            "show?); it was left as it was: choose another output path or remove it first"
         )
 
 

@@ -90,6 +90,26 @@ def test_report_over_a_samples_file_or_any_jsonl_is_refused(
     assert samples.read_text() == "not json\n"
 
 
+def test_report_over_an_image_or_any_other_file_but_a_page_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-o out0.png (an image the report shows) was overwritten with the page, exit 0."""
+    results = _results(tmp_path)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    for out in (tmp_path / "out0.png", notes):
+        before = out.read_bytes()
+        assert _report(results, out, "--no-thumbnail-cache") == 2
+        assert "holds something other than an HTML page" in _one_error_line(capsys)
+        assert out.read_bytes() == before
+    page, empty = tmp_path / "page.html", tmp_path / "empty.html"
+    page.write_text(PAGE)
+    empty.touch()
+    for out in (page, empty):  # an earlier report, or an empty file, is replaced
+        assert _report(results, out, "--no-thumbnail-cache") == 0
+        assert out.read_text().lower().startswith("<!doctype html>") and out.read_text() != PAGE
+
+
 def test_report_over_a_results_file_a_run_writes_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
