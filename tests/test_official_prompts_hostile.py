@@ -50,6 +50,8 @@ def test_links_planted_in_the_output_folder_are_replaced_never_followed(
     ("source", "said"),
     [
         ("# " + "x" * (3 * 1024 * 1024) + "\n", "file too large"),  # 60 MB took 8.9 GB
+        # a list of 300,000 names: 1.7 GB to parse under the 2 MiB cap once allowed
+        ("x = [" + "a," * 300_000 + "]\n", "file too large (600007 bytes, limit 524288"),
         ("x = " + "-" * 500_000 + "1\n", "MemoryError"),  # nesting the parser cannot take
         ("x = " + "[" * 200_000 + "]" * 200_000 + "\n", "too many nested parentheses"),
     ],

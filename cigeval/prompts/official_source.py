@@ -71,9 +71,10 @@ PROMPT_MODULE = Path("agent/prompt_agent.py")
 EVALUATE_MODULE = Path("evaluate.py")
 SCENE_GRAPH_MODULE = Path("tools/scene_graph.py")
 UTIL_MODULE = Path("util.py")
-#: The largest official source file parsed: the official files are tens of kilobytes; a
-#: file of tens of megabytes would take gigabytes of memory to parse.
-MAX_SOURCE_BYTES = 2 * 1024 * 1024
+#: The largest official source file parsed: the official files are at most 40 KB; parsing
+#: takes up to about 700 bytes of memory per byte of a hostile file (a list of 260,000
+#: names: 1.5 GB at the 2 MiB once allowed), so 512 KiB keeps it under half a gigabyte.
+MAX_SOURCE_BYTES = 512 * 1024
 #: The largest git file read for the clone's commit (HEAD, a ref, packed-refs).
 _MAX_GIT_FILE_BYTES = 16 * 1024 * 1024
 #: The file ``official-prompts`` writes beside the templates: where they came from and the
