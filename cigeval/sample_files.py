@@ -3,15 +3,18 @@
 Each record keeps, in ``provenance.image_files``, the sha256 of every image file of its
 sample as the run found it (by role: ``output``, ``subjects[1]``, ``candidates.A``). A rerun
 hashes them again for the samples already recorded: an image replaced on disk since makes
-the sample be judged again, instead of keeping a score of an image that is gone. The
-evaluator hashes the files of a sample whose images it could not load (off the event loop,
-as it loads them), the run those of a record from elsewhere (a Ray worker) and of a record
-it resumes.
+the sample be judged again, instead of keeping a score of an image that is gone. Within
+:func:`recording_failed_inputs` (a run), the evaluator hashes the files of a sample whose
+images it could not load, off the event loop as it loads them; the run hashes those of a
+record from elsewhere (a Ray worker) and of a record it resumes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,26 @@ from cigeval.sample import Sample, SampleLine, image_inputs, sample_from_dict
 
 #: What an image file that cannot be read hashes to (it differs from any sha256).
 UNREADABLE = "unreadable"
+
+_RECORDING_FAILED = ContextVar("cigeval_recording_failed_inputs", default=False)
+
+
+@contextlib.contextmanager
+def recording_failed_inputs() -> Iterator[None]:
+    """Within: the Score of a sample whose images could not be loaded holds the hashes of
+    its files (:attr:`~cigeval.score.Score.file_hashes`), read off the event loop by the
+    evaluator, for the run's record. Elsewhere (inspect, serve) no such file is read again:
+    one whose read never ends would hold up that sample's answer."""
+    token = _RECORDING_FAILED.set(True)
+    try:
+        yield
+    finally:
+        _RECORDING_FAILED.reset(token)
+
+
+def failed_inputs_recorded() -> bool:
+    """Whether :func:`recording_failed_inputs` is in force here."""
+    return _RECORDING_FAILED.get()
 
 
 def _file_sha256(path: Path, max_bytes: int) -> str:

@@ -64,7 +64,7 @@ from cigeval.sample import (
     sample_from_dict,
     sample_identity,
 )
-from cigeval.sample_files import image_file_hashes
+from cigeval.sample_files import failed_inputs_recorded, image_file_hashes
 from cigeval.sample_run import SampleRun
 from cigeval.score import Score, Verdict
 from cigeval.session import JudgeSession
@@ -529,7 +529,7 @@ class Evaluator:
                 passthrough=_passthrough(item),
                 provenance=self._provenance(),
             )
-            if parsed is not None:
+            if parsed is not None and failed_inputs_recorded():
                 # its images were never loaded: the hashes of its files, which a run records
                 # (a rerun judges it again once they change), are read here, off the event
                 # loop too: a file whose read never ends holds up this sample alone

@@ -57,9 +57,9 @@ class Recorder:
         #: Entries added to each record's provenance (e.g. the samples file's snapshot).
         self.provenance: dict[str, Any] = {}
         #: The items being judged by id (``PendingCounts.items``): the sha256 of the image
-        #: files of one whose Score does not hold them (it came from a Ray worker; a local
-        #: evaluator hashes them off the event loop, also when its images were never loaded)
-        #: are read from them for its ``provenance.image_files``.
+        #: files of one whose Score does not hold them (it came from a Ray worker; within
+        #: the run a local evaluator hashes them off the event loop, also when its images
+        #: were never loaded) are read from them for its ``provenance.image_files``.
         self.items: dict[str, Any] = {}
         #: Where each item being judged stands in the input (``PendingCounts.positions``),
         #: recorded as ``provenance.input_position`` so reports can keep the input's order.

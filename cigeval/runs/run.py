@@ -40,6 +40,7 @@ from cigeval.runs.progress import counting_calls
 from cigeval.runs.recorder import Recorder
 from cigeval.runs.result import RunCallback, RunResult
 from cigeval.runs.snapshot import SamplesSnapshot
+from cigeval.sample_files import recording_failed_inputs
 from cigeval.signals import Stop, raise_on_sigterm
 from cigeval.terminal import echo, safe_text
 
@@ -182,8 +183,13 @@ def _judge(
             servers = ServerWatching(watch, recorder.servers_down)
         try:
             # model calls and tokens on the bar as they happen; every request's outcome
-            # for the circuit breaker
-            with counting_calls(progress), observing(servers.watch if servers else None):
+            # for the circuit breaker; the files of a sample that failed to load hashed off
+            # the event loop for its record
+            with (
+                counting_calls(progress),
+                observing(servers.watch if servers else None),
+                recording_failed_inputs(),
+            ):
                 runner.judge(pending, writer.retrying, recorder.accept, stop, _down(servers))
             recorder.finish()
         finally:

@@ -192,6 +192,27 @@ def test_sigterm_while_a_failed_samples_files_are_hashed_without_the_cache_ends_
     assert list(_by_id(out)) == ["t2i"] and not lock_path(out).exists()
 
 
+def test_outside_a_run_a_failed_samples_files_are_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a run records the hashes of a sample that failed to load: the inspect scorer,
+    serve and Python callers answer its error at once, whatever its file's read would do."""
+    import cigeval.sample_files as sample_files
+    from cigeval import Evaluator, RunConfig, ScriptedBackend
+
+    good = next(s for s in seven_task_samples(tmp_path) if s["id"] == "t2i")
+    (tmp_path / "stuck.png").write_bytes(b"no image, and its second read never ends")
+    hashed: list[Path] = []
+    monkeypatch.setattr(sample_files, "known_file_sha256", lambda path, *_: hashed.append(path))
+    evaluator = Evaluator(
+        ScriptedBackend(rule_judge()), tools="", run_config=RunConfig(use_cache=False)
+    )
+    sample = {**good, "id": "stuck", "images": {"output": str(tmp_path / "stuck.png")}}
+    score = evaluator.evaluate(sample)
+    assert score.status == "error" and "stuck.png" in (score.error or "")
+    assert hashed == [] and score.file_hashes == {}
+
+
 def test_the_inspect_scorer_refuses_a_fifo_image_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
