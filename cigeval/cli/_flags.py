@@ -29,6 +29,7 @@ from cigeval.errors import CigevalError
 
 __all__ = [
     "add_config_flags",
+    "add_served_judge_flags",
     "add_tasks_file_flag",  # defined in _tasks_files (no pydantic), kept importable from here
     "build_config",
     "config_values",
@@ -205,6 +206,22 @@ def build_config(
         raise UsageError(problems) from None
     except (ValueError, CigevalError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def add_served_judge_flags(p: argparse.ArgumentParser) -> None:
+    """The judge's flags of a command that serves it (``serve``, ``mcp``): ``--model``,
+    ``--base-url``, ``--tasks-file`` and the judging and ensembles groups, as in ``evaluate``
+    (read back by :func:`judge_configs`)."""
+    p.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        help="judge model spec as in `cigeval evaluate` (docs/judges.md); repeat for an ensemble",
+    )
+    p.add_argument("--base-url", help="the judge's server URL, as '@URL' in --model")
+    add_tasks_file_flag(p)
+    add_config_flags(p.add_argument_group("judging"), EvalConfig)
+    add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
 
 
 def judge_configs(

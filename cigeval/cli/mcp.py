@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from cigeval.cli._common import UsageError, add_calibration, add_calibration_flags
-from cigeval.cli._flags import add_config_flags, build_config, judge_configs
-from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
-from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, RunConfig
+from cigeval.cli._flags import add_config_flags, add_served_judge_flags, build_config, judge_configs
+from cigeval.cli._tasks_files import load_tasks_files
+from cigeval.config import RUN_FILE_FIELDS, RunConfig
 from cigeval.errors import CigevalError
 from cigeval.mcp_server.settings import McpConfig
 
@@ -22,16 +22,7 @@ def configure_mcp_parser(p: argparse.ArgumentParser) -> None:
         "or streamable HTTP on this machine. Image paths must lie under --image-root (default: "
         "the current folder). Nothing but the protocol is written to stdout."
     )
-    p.add_argument(
-        "--model",
-        action="append",
-        required=True,
-        help="judge model spec as in `cigeval evaluate` (docs/judges.md); repeat for an ensemble",
-    )
-    p.add_argument("--base-url", help="the judge's server URL, as '@URL' in --model")
-    add_tasks_file_flag(p)
-    add_config_flags(p.add_argument_group("judging"), EvalConfig)
-    add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
+    add_served_judge_flags(p)
     add_config_flags(
         p.add_argument_group("running"),
         RunConfig,

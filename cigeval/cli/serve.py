@@ -9,9 +9,15 @@ import sys
 from typing import Any
 
 from cigeval.cli._common import UsageError, add_calibration, add_calibration_flags
-from cigeval.cli._flags import add_config_flags, build_config, config_values, judge_configs
-from cigeval.cli._tasks_files import add_tasks_file_flag, load_tasks_files
-from cigeval.config import RUN_FILE_FIELDS, EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
+from cigeval.cli._flags import (
+    add_config_flags,
+    add_served_judge_flags,
+    build_config,
+    config_values,
+    judge_configs,
+)
+from cigeval.cli._tasks_files import load_tasks_files
+from cigeval.config import RUN_FILE_FIELDS, JudgeSpec, RunConfig
 from cigeval.errors import CigevalError
 from cigeval.serve.settings import ServeConfig
 
@@ -29,16 +35,7 @@ def configure_serve_parser(p: argparse.ArgumentParser) -> None:
         "/score and /rewards, Flow-GRPO's pickle body (--accept-pickle). Binds 127.0.0.1 "
         f"unless --host says otherwise, which needs --api-key (or ${API_KEY_ENV})."
     )
-    p.add_argument(
-        "--model",
-        action="append",
-        required=True,
-        help="judge model spec as in `cigeval evaluate` (docs/judges.md); repeat for an ensemble",
-    )
-    p.add_argument("--base-url", help="the judge's server URL, as '@URL' in --model")
-    add_tasks_file_flag(p)
-    add_config_flags(p.add_argument_group("judging"), EvalConfig)
-    add_config_flags(p.add_argument_group("ensembles"), EnsembleConfig)
+    add_served_judge_flags(p)
     running = p.add_argument_group("running")
     add_config_flags(
         running, RunConfig, skip=("image_dir", "batch_state", "use_cache", *RUN_FILE_FIELDS)
