@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cigeval.cli._common import UsageError, add_calibration, add_calibration_flags
+from cigeval.cli._common import UsageError, add_calibration_flags, make_evaluator
 from cigeval.cli._flags import add_config_flags, add_served_judge_flags, build_config, judge_configs
 from cigeval.cli._tasks_files import load_tasks_files
 from cigeval.config import RUN_FILE_FIELDS, RunConfig
@@ -40,7 +40,6 @@ def run_mcp(args: argparse.Namespace) -> int:
         raise UsageError(
             f"cigeval mcp needs the mcp extra: pip install 'cigeval[mcp]' ({exc})"
         ) from None
-    from cigeval.evaluation import Evaluator
     from cigeval.mcp_server.images import ImageRoot
     from cigeval.mcp_server.tools import JudgeTools
 
@@ -49,17 +48,11 @@ def run_mcp(args: argparse.Namespace) -> int:
     settings: McpConfig = build_config(args, McpConfig)
     try:
         root = ImageRoot(settings.image_root, run_config.max_image_bytes)
-        # the preflight runs with the first judgement, so a judge started later still serves
-        evaluator = Evaluator(
-            args.model,
-            config=config,
-            run_config=run_config,
-            base_url=args.base_url,
-            ensemble=ensemble,
-        )
-        add_calibration(args, evaluator)  # a file fitted for another judge: refused here
     except CigevalError as exc:
         raise UsageError(str(exc)) from None
+    # the preflight runs with the first judgement, so a judge started later still serves; a
+    # calibration file fitted for another judge is refused here
+    evaluator = make_evaluator(args, config, run_config, ensemble)
     server = build_server(JudgeTools(evaluator, root), settings)
     where = (
         "stdio"
