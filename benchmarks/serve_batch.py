@@ -22,7 +22,6 @@ import base64
 import io
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,20 +29,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from common import free_port, process_cpu_s
 from fake_server import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _images(count: int, size: int, seed: int) -> list[str]:
@@ -76,7 +65,7 @@ class Server:
     """``cigeval serve`` of one checkout, in its own process."""
 
     def __init__(self, checkout: Path, judge_url: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [
             sys.executable, "-m", "cigeval", "serve", "--model", f"openai:fake-model@{judge_url}",
@@ -97,13 +86,13 @@ class Server:
     def batch(self, items: list[dict[str, object]]) -> tuple[float, float]:
         """Wall seconds and server CPU seconds of one batch."""
         body = json.dumps({"items": items}).encode()
-        cpu = _cpu_s(self.process.pid)
+        cpu = process_cpu_s(self.process.pid)
         started = time.perf_counter()
         answer = _post(self.url, body)
         wall = time.perf_counter() - started
         stats = answer["stats"]
         assert isinstance(stats, dict) and stats["ok"] == len(items), stats
-        return wall, _cpu_s(self.process.pid) - cpu
+        return wall, process_cpu_s(self.process.pid) - cpu
 
     def close(self) -> None:
         self.process.terminate()

@@ -15,31 +15,18 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
+from common import free_port, process_cpu_s
 from fake_server import ServerProcess
 
 from cigeval.serve.bench import run_bench, summary
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait(url: str, seconds: float = 60) -> None:
@@ -84,7 +71,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--requests", type=int, default=8, help="requests per cell")
     args = parser.parse_args()
-    port = _free_port()
+    port = free_port()
     with ServerProcess(args.latency, light=True) as judge:
         command = [
             sys.executable, "-m", "cigeval", "serve", "--model", f"openai:fake-model@{judge.url}",
@@ -94,10 +81,10 @@ def main() -> None:
         try:
             url = f"http://127.0.0.1:{port}"
             _wait(url)
-            cpu_before = _cpu_s(server.pid)
+            cpu_before = process_cpu_s(server.pid)
             rows = run_bench(url, args.concurrency, args.batch_size, args.requests)
             served = sum(r.batch_size * max(r.requests, r.concurrency) for r in rows)
-            server_cpu = (_cpu_s(server.pid) - cpu_before) / served
+            server_cpu = (process_cpu_s(server.pid) - cpu_before) / served
         finally:
             server.terminate()
             server.wait()
