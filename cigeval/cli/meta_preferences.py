@@ -10,18 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.cli._interval_flags import add_interval_flags, add_json_file_flag
+from cigeval.meta.preferences.layouts import LAYOUTS  # light: no numpy, no pandas
 from cigeval.terminal import safe_text
-
-#: The layouts (kept here so building the parser imports nothing heavy).
-LAYOUT_CHOICES = (
-    "auto",
-    "cigeval",
-    "generic",
-    "genai-bench",
-    "genai-bench-votes",
-    "editreward-bench",
-    "mmrb2",
-)
 
 
 def add_preferences_command(commands: Any) -> None:
@@ -39,7 +29,7 @@ def add_preferences_command(commands: Any) -> None:
     p.add_argument("file", type=Path, metavar="FILE")
     p.add_argument(
         "--layout",
-        choices=LAYOUT_CHOICES,
+        choices=LAYOUTS,
         default="auto",
         help="the file's layout (default: detected from the file)",
     )
