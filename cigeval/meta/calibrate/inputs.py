@@ -14,7 +14,7 @@ import csv
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -177,24 +177,34 @@ def imagenhub_labels(
     return labels, digest.hexdigest()
 
 
-def read_labels_csv(path: str | Path) -> tuple[dict[str, float], str]:
-    """A CSV of ``id,rating`` (a header naming both; any numeric scale) and its sha256. A
-    line that is not an id and a finite number is an error naming the line; an id given twice
-    is an error."""
-    path = Path(path)
+def labels_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """A labels CSV's header (lower-cased) and its rows that hold anything, each with its line
+    number; InputError when the file cannot be read as text."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read labels file {path}: {exc}") from None
     reader = csv.reader(text.splitlines())
     header = [h.strip().lower() for h in next(reader, [])]
+    rows = (
+        (number, row)
+        for number, row in enumerate(reader, start=2)
+        if row and any(cell.strip() for cell in row)
+    )
+    return header, rows
+
+
+def read_labels_csv(path: str | Path) -> tuple[dict[str, float], str]:
+    """A CSV of ``id,rating`` (a header naming both; any numeric scale) and its sha256. A
+    line that is not an id and a finite number is an error naming the line; an id given twice
+    is an error."""
+    path = Path(path)
+    header, rows = labels_csv(path)
     if "id" not in header or "rating" not in header:
         raise InputError(f"{path} line 1: expected a header with 'id' and 'rating', got {header}")
     at_id, at_rating = header.index("id"), header.index("rating")
     labels: dict[str, float] = {}
-    for number, row in enumerate(reader, start=2):
-        if not row or not any(cell.strip() for cell in row):
-            continue
+    for number, row in rows:
         if len(row) <= max(at_id, at_rating):
             raise InputError(f"{path} line {number}: expected id and rating, got {row}")
         item, cell = row[at_id].strip(), row[at_rating].strip()

@@ -26,7 +26,12 @@ from cigeval.errors import InputError
 from cigeval.meta.agreement import outcome
 from cigeval.meta.calibrate._sklearn import in_one_thread
 from cigeval.meta.calibrate.figures import above_zero, figure, grouped_ratios
-from cigeval.meta.calibrate.inputs import fingerprint, prompt_group, read_results_source
+from cigeval.meta.calibrate.inputs import (
+    fingerprint,
+    labels_csv,
+    prompt_group,
+    read_results_source,
+)
 from cigeval.meta.calibrate.result import CalibrationResult, created_now, version
 from cigeval.meta.calibrate.splits import grouped_kfold
 from cigeval.meta.calibrate.ties import BAND_QUANTILES
@@ -60,19 +65,12 @@ def read_preferences(path: str | Path) -> tuple[list[tuple[str, str, int]], str]
     from cigeval._digest import file_sha256
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read labels file {path}: {exc}") from None
-    reader = csv.reader(text.splitlines())
-    header = [h.strip().lower() for h in next(reader, [])]
+    header, lines = labels_csv(path)
     at = {name: header.index(name) for name in ("id_a", "id_b", "preference") if name in header}
     if len(at) < 3:
         raise InputError(f"{path} line 1: expected a header with id_a, id_b and preference")
     rows = []
-    for number, row in enumerate(reader, start=2):
-        if not row or not any(cell.strip() for cell in row):
-            continue
+    for number, row in lines:
         if len(row) <= max(at.values()):
             raise InputError(f"{path} line {number}: expected id_a, id_b and preference")
         said = row[at["preference"]].strip().lower()
