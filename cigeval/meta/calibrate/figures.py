@@ -36,6 +36,22 @@ def figure(value: float | None, draws: np.ndarray | None, level: float = LEVEL) 
     return {"value": float(value) if ok else None, "interval": interval}  # type: ignore[arg-type]
 
 
+def paired_figures(
+    values: Sequence[float] | np.ndarray, draws: np.ndarray, *, lower_is_better: bool = False
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The figures before and after a step (``values[0]`` and ``values[1]``, their paired
+    bootstrap ``draws`` n_boot x 2; no draws: no intervals) and the step's gain: after minus
+    before, or before minus after where lower is better (an error removed)."""
+    has = len(draws) > 0
+    before = figure(values[0], draws[:, 0] if has else None)
+    after = figure(values[1], draws[:, 1] if has else None)
+    if lower_is_better:
+        gain = figure(values[0] - values[1], draws[:, 0] - draws[:, 1] if has else None)
+    else:
+        gain = figure(values[1] - values[0], draws[:, 1] - draws[:, 0] if has else None)
+    return before, after, gain
+
+
 def above_zero(fig: dict[str, Any]) -> bool:
     """Whether a gain's interval lies wholly above zero (a gain that excludes zero by
     lying below it is a loss, never kept)."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from cigeval.meta.calibrate.figures import figure, grouped_ratios
+from cigeval.meta.calibrate.figures import figure, grouped_ratios, paired_figures
 from cigeval.meta.calibrate.pipeline import Outcome, ScoreCalibrator
 
 
@@ -56,12 +56,7 @@ def heldout_figures(cal: ScoreCalibrator, outcome: Outcome) -> dict[str, Any]:
     wtl_values, wtl_draws = grouped_ratios(
         [agree0 * both, agree1 * both], both, pair_groups, cal.n_boot, cal.options.seed
     )
-    has_draws = len(wtl_draws) > 0
-    wtl_before = figure(wtl_values[0], wtl_draws[:, 0] if has_draws else None)
-    wtl_after = figure(wtl_values[1], wtl_draws[:, 1] if has_draws else None)
-    wtl_gain = figure(
-        wtl_values[1] - wtl_values[0], wtl_draws[:, 1] - wtl_draws[:, 0] if has_draws else None
-    )
+    wtl_before, wtl_after, wtl_gain = paired_figures(wtl_values, wtl_draws)
     for name, fig in (
         ("coverage", coverage),
         ("width", width),

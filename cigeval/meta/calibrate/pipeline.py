@@ -27,8 +27,8 @@ import numpy as np
 from cigeval.calibration.file import StepReport, TaskCalibration
 from cigeval.meta.calibrate.figures import (
     above_zero,
-    figure,
     grouped_ratios,
+    paired_figures,
     ranking_average,
 )
 from cigeval.meta.calibrate.splits import Fold
@@ -235,13 +235,7 @@ class ScoreCalibrator:
         )
 
     def _ranking_gain(self, before: np.ndarray, after: np.ndarray) -> tuple[dict, dict, dict]:
-        points, draws = self._ranking([before, after])
-        diff = draws[:, 1] - draws[:, 0] if len(draws) else None
-        return (
-            figure(points[0], draws[:, 0] if len(draws) else None),
-            figure(points[1], draws[:, 1] if len(draws) else None),
-            figure(points[1] - points[0], diff),
-        )
+        return paired_figures(*self._ranking([before, after]))
 
     def _item_figures(
         self, numerators: Sequence[np.ndarray], counts: np.ndarray, groups: np.ndarray
@@ -352,9 +346,7 @@ class ScoreCalibrator:
                 ok.astype(float),
                 items.groups[h],
             )
-            before = figure(values[0], draws[:, 0] if len(draws) else None)
-            after = figure(values[1], draws[:, 1] if len(draws) else None)
-            gain = figure(values[0] - values[1], draws[:, 0] - draws[:, 1] if len(draws) else None)
+            before, after, gain = paired_figures(values, draws, lower_is_better=True)
             report = _gain_report(
                 "map",
                 before,
@@ -385,11 +377,7 @@ class ScoreCalibrator:
                 reports.append(_not_tried("tie_band", "no prompt has two held-out items"))
             else:
                 values, draws = self._item_figures([agree0, agree1], counted, groups)
-                before = figure(values[0], draws[:, 0] if len(draws) else None)
-                after = figure(values[1], draws[:, 1] if len(draws) else None)
-                gain = figure(
-                    values[1] - values[0], draws[:, 1] - draws[:, 0] if len(draws) else None
-                )
+                before, after, gain = paired_figures(values, draws)
                 report = _gain_report(
                     "tie_band",
                     before,

@@ -25,7 +25,7 @@ from cigeval.calibration.file import ANY_TASK, Calibration, StepReport, TaskCali
 from cigeval.errors import InputError
 from cigeval.meta.agreement import outcome
 from cigeval.meta.calibrate._sklearn import in_one_thread
-from cigeval.meta.calibrate.figures import above_zero, figure, grouped_ratios
+from cigeval.meta.calibrate.figures import above_zero, grouped_ratios, paired_figures
 from cigeval.meta.calibrate.inputs import (
     fingerprint,
     labels_csv,
@@ -126,10 +126,7 @@ def calibrate_preferences(
         before[fold.test] = outcome(difference[fold.test], 0.0) == human[fold.test]
         after[fold.test] = outcome(difference[fold.test], band) == human[fold.test]
     values, draws = grouped_ratios([before, after], np.ones(len(usable)), groups, n_boot, seed)
-    has = len(draws) > 0
-    fig_before = figure(values[0], draws[:, 0] if has else None)
-    fig_after = figure(values[1], draws[:, 1] if has else None)
-    gain = figure(values[1] - values[0], draws[:, 1] - draws[:, 0] if has else None)
+    fig_before, fig_after, gain = paired_figures(values, draws)
     kept = above_zero(gain)
     shown = gain["interval"] or [math.nan, math.nan]
     reason = (

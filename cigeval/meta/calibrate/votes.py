@@ -32,7 +32,7 @@ from cigeval.calibration.file import Calibration, StepReport, VotesCalibration
 from cigeval.calibration.transforms import decide_votes, vote_features
 from cigeval.errors import InputError
 from cigeval.meta.calibrate._sklearn import in_one_thread, sklearn_modules
-from cigeval.meta.calibrate.figures import above_zero, figure, group_codes, group_weights
+from cigeval.meta.calibrate.figures import above_zero, group_codes, group_weights, paired_figures
 from cigeval.meta.calibrate.inputs import fingerprint
 from cigeval.meta.calibrate.result import CalibrationResult, created_now, version
 from cigeval.meta.calibrate.splits import Fold, grouped_kfold, repeated_holdout
@@ -245,10 +245,8 @@ def calibrate_votes(
         held_w = weights @ held  # n_boot x splits
         single_draws = np.nanmean((weights @ correct[:, :, 0]) / held_w, axis=1)
         jury_draws = np.nanmean((weights @ correct[:, :, 1]) / held_w, axis=1)
-    draws_ok = n_boot > 0
-    best_fig = figure(best_mean, single_draws if draws_ok else None)
-    jury_fig = figure(jury_mean, jury_draws if draws_ok else None)
-    gain = figure(jury_mean - best_mean, jury_draws - single_draws if draws_ok else None)
+    draws = np.column_stack([single_draws, jury_draws])  # n_boot x 2
+    best_fig, jury_fig, gain = paired_figures([best_mean, jury_mean], draws)
     kept = above_zero(gain)
     shown = gain["interval"] or [math.nan, math.nan]
     reason = (
