@@ -5,7 +5,8 @@ item-level figure (an accuracy, a coverage, an error, a within-prompt agreement)
 by prompt group: a resample draws groups with replacement and keeps all of a group's items.
 A ranking figure (the meta-evaluation's average of per-cell correlations) resamples images
 within each (task, generator) cell, as ``cigeval meta --bootstrap`` does. Figures compared
-with each other are drawn from the same resamples, so a gain's interval is paired.
+with each other are drawn from the same resamples, so a gain's interval is paired. A learned
+step is kept only when its gain's interval lies above zero (:func:`gated_step`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from cigeval.calibration.file import StepReport
 from cigeval.meta.average import average_correlations
 from cigeval.stats import percentile_interval, rowwise_correlation
 
@@ -57,6 +59,35 @@ def above_zero(fig: dict[str, Any]) -> bool:
     lying below it is a loss, never kept)."""
     interval = fig.get("interval")
     return interval is not None and interval[0] > 0
+
+
+def gated_step(
+    step: str,
+    what: str,
+    figures: tuple[dict[str, Any], dict[str, Any], dict[str, Any]],
+    *,
+    measured: str,
+    stock: str,
+    chosen: dict[str, Any] | None = None,
+) -> StepReport:
+    """The report of a learned step, kept only when its held-out gain lies above zero
+    (:func:`above_zero`): ``what`` names the figure, ``figures`` are it before and after the
+    step and the gain (as :func:`paired_figures` makes them), ``measured`` says them in words,
+    ``stock`` is what is kept instead of a rejected step; ``chosen`` what the train side
+    chose."""
+    before, after, gain = figures
+    kept = above_zero(gain)
+    if kept:
+        reason = f"{measured} lies above zero"
+    else:
+        reason = f"{measured} does not lie above zero; {stock} kept"
+    return StepReport(
+        step=step,
+        kept=kept,
+        reason=reason,
+        chosen=chosen or {},
+        heldout={"figure": what, "before": before, "after": after, "gain": gain},
+    )
 
 
 def group_codes(groups: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, int]:

@@ -26,7 +26,7 @@ import numpy as np
 
 from cigeval.calibration.file import StepReport, TaskCalibration
 from cigeval.meta.calibrate.figures import (
-    above_zero,
+    gated_step,
     grouped_ratios,
     paired_figures,
     ranking_average,
@@ -179,7 +179,6 @@ def _gain_report(
     stock: str,
     chosen: dict[str, Any] | None = None,
 ) -> StepReport:
-    kept = above_zero(gain)
     shown = gain["interval"]
     text = (
         f"held-out {what}: {before['value']:.4f} -> {after['value']:.4f}, gain "
@@ -187,14 +186,7 @@ def _gain_report(
         if shown is not None and gain["value"] is not None
         else f"held-out {what}: no interval could be drawn"
     )
-    reason = f"{text} lies above zero" if kept else f"{text} does not lie above zero; {stock} kept"
-    return StepReport(
-        step=step,
-        kept=kept,
-        reason=reason,
-        chosen=chosen or {},
-        heldout={"figure": what, "before": before, "after": after, "gain": gain},
-    )
+    return gated_step(step, what, (before, after, gain), measured=text, stock=stock, chosen=chosen)
 
 
 def _not_tried(step: str, why: str) -> StepReport:

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from cigeval.calibration.file import ANY_TASK, Calibration, StepReport, TaskCalibration
+from cigeval.calibration.file import ANY_TASK, Calibration, TaskCalibration
 from cigeval.errors import InputError
 from cigeval.meta.agreement import outcome
 from cigeval.meta.calibrate._sklearn import in_one_thread
-from cigeval.meta.calibrate.figures import above_zero, grouped_ratios, paired_figures
+from cigeval.meta.calibrate.figures import gated_step, grouped_ratios, paired_figures
 from cigeval.meta.calibrate.inputs import (
     fingerprint,
     labels_csv,
@@ -127,26 +127,17 @@ def calibrate_preferences(
         after[fold.test] = outcome(difference[fold.test], band) == human[fold.test]
     values, draws = grouped_ratios([before, after], np.ones(len(usable)), groups, n_boot, seed)
     fig_before, fig_after, gain = paired_figures(values, draws)
-    kept = above_zero(gain)
     shown = gain["interval"] or [math.nan, math.nan]
-    reason = (
-        f"held-out three-way accuracy: {values[0]:.4f} -> {values[1]:.4f}, gain "
-        f"{values[1] - values[0]:+.4f} [{shown[0]:+.4f}, {shown[1]:+.4f}]"
-    )
-    reason += " lies above zero" if kept else " does not lie above zero; exact ties only kept"
-    step = StepReport(
-        step="tie_band",
-        kept=kept,
-        reason=reason,
+    step = gated_step(
+        "tie_band",
+        "three-way accuracy",
+        (fig_before, fig_after, gain),
+        measured=f"held-out three-way accuracy: {values[0]:.4f} -> {values[1]:.4f}, gain "
+        f"{values[1] - values[0]:+.4f} [{shown[0]:+.4f}, {shown[1]:+.4f}]",
+        stock="exact ties only",
         chosen={"band_per_fold": [round(b, 4) for b in bands]},
-        heldout={
-            "figure": "three-way accuracy",
-            "before": fig_before,
-            "after": fig_after,
-            "gain": gain,
-        },
     )
-    band = _best_band(difference, human) if kept else 0.0
+    band = _best_band(difference, human) if step.kept else 0.0
     heldout = {
         "pairs": len(usable),
         "accuracy_before": values[0],

@@ -28,11 +28,11 @@ import numpy as np
 
 from cigeval._digest import file_sha256
 from cigeval.calibration.binding import Binding
-from cigeval.calibration.file import Calibration, StepReport, VotesCalibration
+from cigeval.calibration.file import Calibration, VotesCalibration
 from cigeval.calibration.transforms import decide_votes, vote_features
 from cigeval.errors import InputError
 from cigeval.meta.calibrate._sklearn import in_one_thread, sklearn_modules
-from cigeval.meta.calibrate.figures import above_zero, group_codes, group_weights, paired_figures
+from cigeval.meta.calibrate.figures import gated_step, group_codes, group_weights, paired_figures
 from cigeval.meta.calibrate.inputs import fingerprint
 from cigeval.meta.calibrate.result import CalibrationResult, created_now, version
 from cigeval.meta.calibrate.splits import Fold, grouped_kfold, repeated_holdout
@@ -247,25 +247,16 @@ def calibrate_votes(
         jury_draws = np.nanmean((weights @ correct[:, :, 1]) / held_w, axis=1)
     draws = np.column_stack([single_draws, jury_draws])  # n_boot x 2
     best_fig, jury_fig, gain = paired_figures([best_mean, jury_mean], draws)
-    kept = above_zero(gain)
     shown = gain["interval"] or [math.nan, math.nan]
-    reason = (
-        f"held-out four-way accuracy, mean over {len(fold_list)} splits: best single "
+    step = gated_step(
+        "jury",
+        "four-way accuracy",
+        (best_fig, jury_fig, gain),
+        measured=f"held-out four-way accuracy, mean over {len(fold_list)} splits: best single "
         f"{best_mean:.4f} -> jury {jury_mean:.4f}, gain {gain['value']:+.4f} "
-        f"[{shown[0]:+.4f}, {shown[1]:+.4f}]"
-    )
-    reason += " lies above zero" if kept else " does not lie above zero; the best single judge kept"
-    step = StepReport(
-        step="jury",
-        kept=kept,
-        reason=reason,
+        f"[{shown[0]:+.4f}, {shown[1]:+.4f}]",
+        stock="the best single judge",
         chosen={"jury_per_split": chosen_cs, "best_single_per_split": best_names},
-        heldout={
-            "figure": "four-way accuracy",
-            "before": best_fig,
-            "after": jury_fig,
-            "gain": gain,
-        },
     )
     final, final_choice = _fit_jury(items.votes, human, groups, items.judges, seed)
     overall = [_accuracy(items.votes, j, human) for j in items.judges]
@@ -299,7 +290,7 @@ def calibrate_votes(
             C=final_choice["C"],
             symmetric=final_choice["symmetric"],
             best_single=best_all,
-            use="jury" if kept else "best_single",
+            use="jury" if step.kept else "best_single",
         ),
         steps=[step],
         heldout=heldout,
