@@ -229,6 +229,30 @@ class ScoreCalibrator:
     def _ranking_gain(self, before: np.ndarray, after: np.ndarray) -> tuple[dict, dict, dict]:
         return paired_figures(*self._ranking([before, after]))
 
+    def _ranking_step(
+        self,
+        step: str,
+        stock: str,
+        current: np.ndarray,
+        judges_of: Callable[[int], tuple[int, ...]],
+        **steps: Any,
+    ) -> tuple[StepReport, np.ndarray]:
+        """Run a stage judged by ranking agreement (aggregation, a jury) over the folds
+        against the held-out scores so far (``current``); its report, and the scores to go on
+        from: the stage's where it is kept, else ``current``."""
+        got, chosen = self.stage.run(judges_of, **steps)
+        before, after, gain = self._ranking_gain(current, got.s)
+        report = _gain_report(
+            step,
+            before,
+            after,
+            gain,
+            "SC average (within-cell Spearman)",
+            stock,
+            {"per_fold": chosen},
+        )
+        return report, got.s if report.kept else current
+
     def _item_figures(
         self, numerators: Sequence[np.ndarray], counts: np.ndarray, groups: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -270,23 +294,17 @@ class ScoreCalibrator:
         elif max(len(s) for j in range(judges) for s in items.subs[j]) < 2:
             reports.append(_not_tried("aggregation", "the judges give one score per item"))
         else:
-            got, chosen = self.stage.run(
-                lambda k: (best[k],), aggregation=True, jury=False, **point
-            )
-            before, after, gain = self._ranking_gain(current, got.s)
-            report = _gain_report(
+            report, current = self._ranking_step(
                 "aggregation",
-                before,
-                after,
-                gain,
-                "SC average (within-cell Spearman)",
                 "the paper's min",
-                {"per_fold": chosen},
+                current,
+                lambda k: (best[k],),
+                aggregation=True,
+                jury=False,
+                **point,
             )
             reports.append(report)
             keep_aggregation = report.kept
-            if keep_aggregation:
-                current = got.s
         # 3. jury over every judge
         keep_jury = False
         if judges < 2:
@@ -294,23 +312,17 @@ class ScoreCalibrator:
         elif "jury" not in self.steps:
             reports.append(_not_tried("jury", "left out (--skip)"))
         else:
-            got, chosen = self.stage.run(
-                lambda k: tuple(range(judges)), aggregation=keep_aggregation, jury=True, **point
-            )
-            before, after, gain = self._ranking_gain(current, got.s)
-            report = _gain_report(
+            report, current = self._ranking_step(
                 "jury",
-                before,
-                after,
-                gain,
-                "SC average (within-cell Spearman)",
                 "the best single judge",
-                {"per_fold": chosen},
+                current,
+                lambda k: tuple(range(judges)),
+                aggregation=keep_aggregation,
+                jury=True,
+                **point,
             )
             reports.append(report)
             keep_jury = report.kept
-            if keep_jury:
-                current = got.s
 
         def chain_judges(k: int) -> tuple[int, ...]:
             return tuple(range(judges)) if keep_jury else (best[k],)
