@@ -10,25 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from cigeval.tasks.ids import IMAGENHUB_TASK_NAMES, PAPER_TASK_ORDER
+
 LABELS = ("A>B", "B>A", "A=B=Good", "A=B=Bad")
-TASKS = (
-    "text_guided_ig",
-    "mask_guided_ie",
-    "text_guided_ie",
-    "control_guided_ig",
-    "subject_driven_ig",
-    "subject_driven_ie",
-    "multi_concept_ic",
-)
-FOLDERS = {
-    "text_guided_ig": "ImagenHub_Text-Guided_IG",
-    "mask_guided_ie": "ImagenHub_Mask-Guided_IE",
-    "text_guided_ie": "ImagenHub_Text-Guided_IE",
-    "control_guided_ig": "ImagenHub_Control-Guided_IG",
-    "subject_driven_ig": "ImagenHub_Subject-Driven_IG",
-    "subject_driven_ie": "ImagenHub_Subject-Driven_IE",
-    "multi_concept_ic": "ImagenHub_Multi-Concept_IC",
-}
 
 
 def votes_file(path: Path, pairs: int = 300, seed: int = 1, informative_copy: bool = False) -> Path:
@@ -140,8 +124,9 @@ def imagenhub_like(folder: Path, uids: int = 10, seed: int = 3) -> tuple[Path, P
     ratings = folder / "ratings"
     rows_a, rows_b = [], []
     split: dict[str, dict[str, list[str]]] = {"train": {}, "test": {}}
-    for task in TASKS:
-        (ratings / FOLDERS[task]).mkdir(parents=True)
+    for task in PAPER_TASK_ORDER:
+        task_name = IMAGENHUB_TASK_NAMES[task]
+        (ratings / task_name).mkdir(parents=True)
         models = ["M1", "M2", "M3"]
         cells = {r: [] for r in (1, 2, 3)}
         names = [f"s{u}.jpg" for u in range(uids)]
@@ -163,13 +148,13 @@ def imagenhub_like(folder: Path, uids: int = 10, seed: int = 3) -> tuple[Path, P
                     int(np.clip(round(10 * quality + rng.normal(0, 3)), 0, 10))
                     for _ in range(length)
                 ]
-                rows_a.append((FOLDERS[task], model, name, json.dumps(good), "[5, 5]"))
-                rows_b.append((FOLDERS[task], model, name, json.dumps(weak), "[5, 5]"))
+                rows_a.append((task_name, model, name, json.dumps(good), "[5, 5]"))
+                rows_b.append((task_name, model, name, json.dumps(weak), "[5, 5]"))
             for r in (1, 2, 3):
                 cells[r].append("\t".join([name, *row[r]]))
         for r in (1, 2, 3):
             text = "\t".join(["uid", *models]) + "\n" + "\n".join(cells[r]) + "\n"
-            (ratings / FOLDERS[task] / f"Synthetic_rater{r}.tsv").write_text(text, encoding="utf-8")
+            (ratings / task_name / f"Synthetic_rater{r}.tsv").write_text(text, encoding="utf-8")
     tables = []
     for name, rows in (("good_judge", rows_a), ("weak_judge", rows_b)):
         path = folder / f"{name}.tsv"
