@@ -30,6 +30,7 @@ from cigeval.mcp_server.images import ImageRoot
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import make_image
+from tests.calibration.synthetic import linear_calibration
 
 
 def _sha(data: bytes) -> str:
@@ -292,20 +293,6 @@ async def test_the_streamable_http_client_gets_a_judgement_of_image_data_and_a_p
     assert len(judge.requests) >= 3  # the judgement, then the probe's reference and blank
 
 
-def _linear_calibration(binding: Any) -> Any:
-    """A calibration mapping a score s to 0.1 + 0.8 s, with the interval [0.3, 1] above 0.5."""
-    from cigeval.calibration import Calibration, TaskCalibration
-
-    task = TaskCalibration(
-        judges=[{"rule": "min"}],
-        map={"x": [0.0, 1.0], "y": [0.1, 0.9]},
-        interval={"x": [0.0, 0.5], "lower": [0.0, 0.3], "upper": [0.6, 1.0]},
-    )
-    return Calibration(
-        kind="scores", cigeval_version="test", created="test", binding=binding, tasks={"*": task}
-    )
-
-
 async def test_judge_image_carries_the_calibrated_value_and_interval_of_the_servers_file(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -321,7 +308,7 @@ async def test_judge_image_carries_the_calibrated_value_and_interval_of_the_serv
         model = f"openai:judge@{server.base_url}"
         evaluator = Evaluator(model, tools="", run_config=RunConfig(use_cache=False))
         binding = binding_of_record(evaluator.identity_record())
-        evaluator.use_calibration(_linear_calibration(binding), abstain_width=0.5)
+        evaluator.use_calibration(linear_calibration(binding), abstain_width=0.5)
         tools = JudgeTools(evaluator, ImageRoot(root, max_bytes=10**6))
         result = await tools.judge_image(
             "text_guided_ig", {"output": "edited.png"}, text={"prompt": "a red square"}
@@ -332,7 +319,7 @@ async def test_judge_image_carries_the_calibrated_value_and_interval_of_the_serv
     assert result.calibrated.value == pytest.approx(0.1 + 0.8 * 0.7)
     assert result.calibrated.interval == (0.3, 1.0) and result.calibrated.abstain is True
     other = binding.model_copy(update={"judges": ("openai:other-model",)})
-    _linear_calibration(other).save(tmp_path / "other.json")
+    linear_calibration(other).save(tmp_path / "other.json")
     argv = ["mcp", "--model", model, "--tools", "", "--calibration", str(tmp_path / "other.json")]
     assert main(argv) == 2
     error = capsys.readouterr().err

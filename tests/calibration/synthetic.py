@@ -1,5 +1,6 @@
 """Synthetic judges and labels for the calibration tests: data no calibration ever saw, whose
-structure the tests know (which judge is informative, how the labels are made)."""
+structure the tests know (which judge is informative, how the labels are made); and a fitted
+calibration whose functions the tests know."""
 
 from __future__ import annotations
 
@@ -10,9 +11,23 @@ from typing import Any
 
 import numpy as np
 
+from cigeval.calibration import Binding, Calibration, TaskCalibration
 from cigeval.tasks.ids import IMAGENHUB_TASK_NAMES, PAPER_TASK_ORDER
 
 LABELS = ("A>B", "B>A", "A=B=Good", "A=B=Bad")
+
+
+def linear_calibration(binding: Binding) -> Calibration:
+    """A calibration of every task for ``binding``: the map 0.1 + 0.8 x, and the interval
+    [0, 0.6] below a score of 0.5, [0.3, 1] above."""
+    task = TaskCalibration(
+        judges=[{"rule": "min"}],
+        map={"x": [0.0, 1.0], "y": [0.1, 0.9]},
+        interval={"x": [0.0, 0.5], "lower": [0.0, 0.3], "upper": [0.6, 1.0]},
+    )
+    return Calibration(
+        kind="scores", cigeval_version="test", created="test", binding=binding, tasks={"*": task}
+    )
 
 
 def votes_file(path: Path, pairs: int = 300, seed: int = 1, informative_copy: bool = False) -> Path:

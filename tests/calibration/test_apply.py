@@ -12,26 +12,15 @@ from typing import Any
 import pytest
 
 import cigeval
-from cigeval.calibration import Binding, Calibration, TaskCalibration, binding_of_record
+from cigeval.calibration import binding_of_record
 from cigeval.cli import main
 from cigeval.errors import InputError
 from cigeval.results.jsonl import read_records
 from cigeval.testing import rule_judge
 from cigeval.testing.openai_server import FakeOpenAIServer
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
+from tests.calibration.synthetic import linear_calibration
 from tests.cli_support import evaluate_cli
-
-
-def a_calibration(binding: Binding) -> Calibration:
-    """A map 0.1 + 0.8 x, and intervals [0, 0.6] below a score of 0.5, [0.3, 1] above."""
-    task = TaskCalibration(
-        judges=[{"rule": "min"}],
-        map={"x": [0.0, 1.0], "y": [0.1, 0.9]},
-        interval={"x": [0.0, 0.5], "lower": [0.0, 0.3], "upper": [0.6, 1.0]},
-    )
-    return Calibration(
-        kind="scores", cigeval_version="test", created="test", binding=binding, tasks={"*": task}
-    )
 
 
 def expected(score: float) -> dict[str, Any]:
@@ -49,12 +38,12 @@ def test_evaluate_with_a_calibration_keeps_the_raw_score_and_adds_value_and_inte
         assert evaluate_cli(server, samples, tmp_path / "first.jsonl") == 0
         first = next(iter(read_records(tmp_path / "first.jsonl")))
         cal = tmp_path / "cal.json"
-        a_calibration(binding_of_record(first)).save(cal)
+        linear_calibration(binding_of_record(first)).save(cal)
         out = tmp_path / "results.jsonl"
         assert evaluate_cli(server, samples, out, "--calibration", str(cal)) == 0
         # a file fitted for another judge: refused, nothing judged, the mismatch named
         other = binding_of_record(first).model_copy(update={"judges": ("openai:other-model",)})
-        a_calibration(other).save(tmp_path / "other.json")
+        linear_calibration(other).save(tmp_path / "other.json")
         capsys.readouterr()
         refused = tmp_path / "refused.jsonl"
         status = evaluate_cli(
@@ -86,7 +75,7 @@ def test_evaluate_with_a_calibration_keeps_the_raw_score_and_adds_value_and_inte
 def test_evaluator_takes_a_calibration_and_refuses_a_votes_file(tmp_path: Path) -> None:
     judge = cigeval.ScriptedBackend(rule_judge(default_score=7))
     plain = cigeval.Evaluator(judge, tools=(), preflight=False)
-    calibration = a_calibration(binding_of_record(plain.identity_record()))
+    calibration = linear_calibration(binding_of_record(plain.identity_record()))
     path = tmp_path / "cal.json"
     calibration.save(path)
     evaluator = cigeval.Evaluator(judge, tools=(), preflight=False, calibration=str(path))
@@ -113,7 +102,9 @@ def test_serve_answers_with_the_calibrated_value(tmp_path: Path) -> None:
 
     with FakeOpenAIServer(rule_judge(default_score=4)) as server:
         evaluator = make_evaluator(server.base_url)
-        evaluator.use_calibration(a_calibration(binding_of_record(evaluator.identity_record())))
+        evaluator.use_calibration(
+            linear_calibration(binding_of_record(evaluator.identity_record()))
+        )
         app = create_app(evaluator, ServeConfig(warmup=False))
         with TestClient(app) as client:
             answer = client.post("/v1/score", json={"items": [t2i_item(0)]})
