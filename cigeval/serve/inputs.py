@@ -20,6 +20,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from cigeval._regular_file import FileTooLargeError, NotRegularFileError, read_regular
 from cigeval.serve.models import ImageField, ScoreItem
 from cigeval.serve.settings import ServeConfig
 
@@ -118,16 +119,16 @@ def _inside_root(text: str, settings: ServeConfig, what: str) -> bytes:
     path = (base / text).resolve()
     if not path.is_relative_to(base):
         raise ItemProblem(f"{what}: path is outside the server's --image-root")
-    if not path.is_file():
-        raise ItemProblem(f"{what}: no such file under --image-root")
-    size = path.stat().st_size
-    if size > settings.max_image_bytes:  # checked before a byte is read
-        raise ItemProblem(
-            f"{what}: the file holds {size} bytes, over the server's limit of "
-            f"{settings.max_image_bytes} (--max-image-bytes)"
-        )
-    with path.open("rb") as handle:  # never more than the limit, even if it grew meanwhile
-        data = handle.read(settings.max_image_bytes + 1)
+    # opened without waiting and checked by the open descriptor before a byte is read: a FIFO
+    # or device put in the file's place after any earlier look is refused, never waited on
+    try:
+        data = read_regular(path, settings.max_image_bytes)
+    except FileNotFoundError:
+        raise ItemProblem(f"{what}: no such file under --image-root") from None
+    except FileTooLargeError as exc:
+        raise ItemProblem(f"{what}: {exc.strerror} (the server's --max-image-bytes)") from None
+    except NotRegularFileError:
+        raise ItemProblem(f"{what}: not a regular file under --image-root") from None
     return image_bytes(data, settings, what)
 
 

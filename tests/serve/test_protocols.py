@@ -278,3 +278,23 @@ def test_pickled_images_are_checked_before_memory_is_taken() -> None:
     assert short.image is None and "wrong length" in str(short.problem)
     assert odd.image is None and "mode 'BGR;16'" in str(odd.problem)
     assert fine.image.size == (3, 2) and fine.image.getpixel((0, 0)) == (255, 0, 0)
+
+
+def test_image_root_files_are_read_only_when_regular_and_within_the_limit(tmp_path: Path) -> None:
+    """An --image-root path naming a FIFO is that item's error at once (never waited on); a
+    file over --max-image-bytes is refused before it is read."""
+    import time
+
+    from cigeval.serve.inputs import ItemProblem, _inside_root
+
+    os.mkfifo(tmp_path / "pipe.png")  # no writer: a plain open() would wait forever
+    (tmp_path / "big.png").write_bytes(b"x" * 2048)
+    settings = ServeConfig(image_root=tmp_path, max_image_bytes=1024)
+    started = time.monotonic()
+    with pytest.raises(ItemProblem, match="not a regular file"):
+        _inside_root("pipe.png", settings, "images.output")
+    assert time.monotonic() - started < 2
+    with pytest.raises(ItemProblem, match=r"2048 bytes, limit 1024 bytes.*--max-image-bytes"):
+        _inside_root("big.png", settings, "images.output")
+    with pytest.raises(ItemProblem, match="no such file under --image-root"):
+        _inside_root("missing.png", settings, "images.output")
