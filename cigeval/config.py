@@ -338,9 +338,10 @@ def calls_in_flight(run_config: RunConfig, concurrency: int | None = None) -> in
     return run_config.max_calls_in_flight or CALLS_PER_SAMPLE * samples
 
 
-#: The default cap of one reply's bytes (``--max-reply-bytes``): 16 MiB, far more than a reply
-#: with every token's top log probabilities needs.
-MAX_REPLY_BYTES = 16 * 1024 * 1024
+#: The default cap of one reply's bytes (``--max-reply-bytes``): 8 MiB, more than a reply of
+#: 4,096 tokens with 20 top log probabilities each needs (about 5 MB). Every call in flight may
+#: hold this much while a server streams without end (24 calls at the default concurrency).
+MAX_REPLY_BYTES = 8 * 1024 * 1024
 
 #: Model calls one sample makes at once in the built-in tasks, at most: the three judge calls
 #: of a multi-concept sample (the planning call comes before them). The default limit of calls

@@ -49,7 +49,7 @@ def test_an_endless_reply_ends_at_the_byte_cap_in_bounded_memory() -> None:
         tracemalloc.start()
         try:
             started = time.monotonic()
-            assert _ask(server, max_retries=1) == "judged"  # the default cap: 16 MiB
+            assert _ask(server, max_retries=1) == "judged"  # the default cap: 8 MiB
             _, peak = tracemalloc.get_traced_memory()
             assert [r.fault for r in server.requests] == ["endless", None]
         finally:
