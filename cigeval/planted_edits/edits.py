@@ -224,6 +224,16 @@ class EditDraft:
         edit = PlantedEdit("retexture", instruction, target, self._mask(obj))
         return self._done(index, new, edit)
 
+    def _placed(self, index: int, obj: SceneObject, box: Rect) -> SceneObject | None:
+        """``obj`` (the object at ``index``) moved to ``box``; None when the box leaves the
+        picture or comes nearer another object than the gap between objects."""
+        others = self._boxes(without=index)
+        if not inside(box, self.size, 0.02 * self.size):
+            return None
+        if any(overlaps(box, other, GAP * self.size) for other in others):
+            return None
+        return obj.moved_to(box)
+
     def _move(self, index: int, rng: np.random.Generator) -> PlantedEdit | None:
         obj = self.objects[index]
         assert obj is not None
@@ -236,12 +246,9 @@ class EditDraft:
             obj.box[2] + dx * scale,
             obj.box[3] + dy * scale,
         )
-        others = self._boxes(without=index)
-        if not inside(box, self.size, 0.02 * self.size):
+        new = self._placed(index, obj, box)
+        if new is None:
             return None
-        if any(overlaps(box, other, GAP * self.size) for other in others):
-            return None
-        new = obj.moved_to(box)
         target = f"the {obj.phrase}"
         edit = PlantedEdit("move", f"Move {target} {words}.", target, self._mask(obj, new))
         return self._done(index, new, edit)
@@ -257,12 +264,9 @@ class EditDraft:
             (obj.box[3] - obj.box[1]) * factor / 2,
         )
         box = (cx - half_w, cy - half_h, cx + half_w, cy + half_h)
-        others = self._boxes(without=index)
-        if not inside(box, self.size, 0.02 * self.size):
+        new = self._placed(index, obj, box)
+        if new is None:
             return None
-        if any(overlaps(box, other, GAP * self.size) for other in others):
-            return None
-        new = obj.moved_to(box)
         target = f"the {obj.phrase}"
         words = "bigger" if bigger else "smaller"
         edit = PlantedEdit("resize", f"Make {target} {words}.", target, self._mask(obj, new))
