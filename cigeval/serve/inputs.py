@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cigeval._regular_file import FileTooLargeError, NotRegularFileError, read_regular
+from cigeval._validation_text import validation_problems
 from cigeval.serve.models import ImageField, ScoreItem
 from cigeval.serve.settings import ServeConfig
 
@@ -176,9 +177,7 @@ def prepare_raw(raw: Any, index: int, settings: ServeConfig) -> PreparedItem:
     try:
         item = ScoreItem.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'item'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = validation_problems(exc, "item")
         item_id = raw.get("id") if isinstance(raw, dict) else None
         item_id = item_id if isinstance(item_id, str) else str(index)
         return PreparedItem(index, item_id, None, None, f"invalid item: {problems}")

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cigeval._validation_text import validation_problems
 from cigeval.serve.inputs import (
     ItemProblem,
     PreparedItem,
@@ -70,9 +71,7 @@ def prepare_unirl_raw(
     try:
         request = UniRLRequest.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'request'}: {e['msg']}" for e in exc.errors()
-        )
+        problems = validation_problems(exc, "request")
         wanted = raw.get("required_rewards") if isinstance(raw, dict) else None
         names = [str(w) for w in wanted] if isinstance(wanted, list) else []
         return PreparedItem(index, str(index), None, None, f"invalid request: {problems}"), names

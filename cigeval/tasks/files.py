@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cigeval._regular_file import MAX_TEXT_FILE_BYTES, read_regular
+from cigeval._validation_text import validation_problems
 from cigeval.errors import ConfigError
 from cigeval.tasks.registry import register_task
 from cigeval.tasks.spec import SubQuestion, TaskSpec
@@ -160,10 +161,7 @@ def read_tasks_file(path: str | Path) -> list[TaskSpec]:
     try:
         parsed = _TaskFile.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'file'}: {err['msg']}"
-            for err in exc.errors()
-        )
+        problems = validation_problems(exc, "file")
         raise ConfigError(f"tasks file {path}: {problems}") from None
     return [
         _spec(entry, path.resolve().parent, f"tasks file {path}, task {entry.id!r}")
