@@ -258,7 +258,12 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
 
 
-def cigeval_run(case: Case, script: Script, folder: Path, fields: dict[str, Any], prompt_dir: Path):
+def cigeval_run(case: Case, samples, prompt_dir: Path):
+    """cigeval's run of ``case``, its judge answering from the case's script: the script, the
+    request bodies cigeval sent and the score."""
+    folder, by_task = samples
+    fields = by_task[case.task]
+    script = Script(prompt_dir, case.plan, case.judge, case.repair)
     with FakeOpenAIServer(script) as server:
         sample = sample_from_dict({"id": "s", "task": case.task, **fields}, base_dir=folder)
         evaluator = Evaluator(
@@ -268,15 +273,13 @@ def cigeval_run(case: Case, script: Script, folder: Path, fields: dict[str, Any]
             prompt_dir=str(prompt_dir),
         )
         score = evaluator.evaluate(sample)
-        return [r.body for r in server.requests], score
+        return script, [r.body for r in server.requests], score
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_quirk_as_documented(name: str, samples, prompt_dir: Path) -> None:
     case = CASES[name]
-    folder, by_task = samples
-    script = Script(prompt_dir, case.plan, case.judge, case.repair)
-    bodies, score = cigeval_run(case, script, folder, by_task[case.task], prompt_dir)
+    script, bodies, score = cigeval_run(case, samples, prompt_dir)
     assert script.counts(bodies) == case.counts
     assert all(set(body) == {"model", "messages"} for body in bodies)
     if case.value == DROPPED:
@@ -306,9 +309,8 @@ def test_each_quirk_as_documented(name: str, samples, prompt_dir: Path) -> None:
 def test_each_quirk_as_the_official_client_does_it(name: str, samples, prompt_dir: Path) -> None:
     assert CLONE is not None
     case = CASES[name]
+    script, ours, score = cigeval_run(case, samples, prompt_dir)
     folder, by_task = samples
-    script = Script(prompt_dir, case.plan, case.judge, case.repair)
-    ours, score = cigeval_run(case, script, folder, by_task[case.task], prompt_dir)
     client = OfficialClient(CLONE, script)
     scores = client.judge(case.task, by_task[case.task], folder)
     assert canonical(ours) == canonical(client.bodies)
