@@ -88,8 +88,22 @@ def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> 
     with open_regular(path, max_bytes) as handle:
         if max_bytes is None:
             return handle.read()
-        data = handle.read(max_bytes + 1)
+        data = read_capped(handle, max_bytes)
     if len(data) > max_bytes:
         message = f"file too large (more than the limit of {max_bytes} bytes)"
         raise FileTooLargeError(errno.EFBIG, message, str(path))
+    return data
+
+
+def read_capped(handle: BinaryIO, max_bytes: int) -> bytes:
+    """The rest of the file ``handle`` reads, up to ``max_bytes + 1`` bytes (one more than the
+    limit tells a file that grew past it). Reads the size the file has now, plus one byte,
+    before anything more: ``read(n)`` makes a buffer of ``n`` bytes first, so asking for the
+    limit at once set aside 512 MiB per image read (address space, not resident memory: a
+    system that does not overcommit refused it, and memory profilers counted it)."""
+    left = os.fstat(handle.fileno()).st_size - handle.tell()
+    wanted = min(max_bytes, max(left, 0)) + 1
+    data = handle.read(wanted)
+    if len(data) == wanted and wanted <= max_bytes:  # grown since: read on, to the limit
+        data += handle.read(max_bytes + 1 - wanted)
     return data

@@ -33,6 +33,7 @@ from cigeval._regular_file import (
     FileTooLargeError,
     NotRegularFileError,
     open_regular,
+    read_capped,
 )
 from cigeval.errors import InputError
 
@@ -110,7 +111,7 @@ def load_image(
                 with Image.open(handle) as header:
                     _check_header(header.size, role, sample_id, max_pixels, str(path))
                 handle.seek(0)
-                data = handle.read(max_bytes + 1)
+                data = read_capped(handle, max_bytes)
         except InputError:
             raise
         except Exception as exc:

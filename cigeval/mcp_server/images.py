@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from cigeval._regular_file import kind_of
+from cigeval._regular_file import kind_of, read_capped
 from cigeval.errors import InputError
 
 
@@ -93,7 +93,7 @@ class ImageRoot:
                     f"{self.max_bytes} bytes"
                 )
             with os.fdopen(descriptor, "rb", closefd=False) as file:
-                data = file.read(self.max_bytes + 1)
+                data = read_capped(file, self.max_bytes)
         finally:
             os.close(descriptor)
         if len(data) > self.max_bytes:
