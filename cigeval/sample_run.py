@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,3 +84,26 @@ class SampleRun:
             self._encoded[key] = cached
             self.memo.setdefault("_keepalive", []).append(image)  # keep id() stable
         return cached
+
+    def encode_made(self, name: str, make: Callable[[], Image.Image]) -> EncodedImage:
+        """An image made for this sample's requests from its own images (the planner's joined
+        concept images), encoded as :meth:`encode` encodes pixels, once per sample under
+        ``name``: ``make`` runs on the first call only, and its pixels are let go once
+        encoded (a sample waiting for its judge holds what the judge is sent, not the
+        pixels; the encoding is among the images the record lists)."""
+        key = f"_made:{name}"
+        encoded: EncodedImage | None = self.memo.get(key)
+        if encoded is None:
+            image = make()
+            try:
+                encoded = encode_image(
+                    image,
+                    self.config.image_format,
+                    encoding=self.config.image_encoding,
+                    cache=self.tool_cache,
+                )
+            finally:
+                image.close()
+            self._encoded[id(encoded)] = encoded  # kept here: its id() stays its own
+            self.memo[key] = encoded
+        return encoded

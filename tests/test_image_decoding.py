@@ -3,6 +3,7 @@ JPEG encodings are remembered across runs for image files."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import io
 import threading
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import cigeval.evaluation.evaluator
 import cigeval.images
 from cigeval import Evaluator, ScriptedBackend
 from cigeval._file_bytes import ReloadableFileBytes
@@ -22,6 +24,7 @@ from cigeval.config import RunConfig
 from cigeval.errors import InputError
 from cigeval.images import EncodedImage, ImagePixels, LoadedImage, encode_image, load_image
 from cigeval.results import read_records
+from cigeval.sample import join_side_by_side
 from cigeval.testing import request_text, rule_judge
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
@@ -261,6 +264,51 @@ def test_a_sample_waiting_for_its_judge_holds_no_file_bytes_under_jpeg75(
         assert result.summary.statuses["ok"] == 7
     assert files and held_when_asked["jpeg75"] and max(held_when_asked["jpeg75"]) == 0
     assert max(held_when_asked["original"]) > 0  # sent as they are: the bytes are kept
+
+
+def test_the_planners_joined_concept_image_is_let_go_once_encoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A multi-concept sample shows its planner the two concept images joined: the judge
+    calls after the plan find neither the joined pixels nor decoded concept images kept (they
+    held some 4 MiB per such sample for its whole life), and the plan is built once."""
+    import weakref
+
+    import cigeval.agent.paper_layout as paper_layout
+
+    joined: list[weakref.ref[Image.Image]] = []
+
+    def tracked_join(images: list[Image.Image]) -> Image.Image:
+        made = join_side_by_side(images)
+        joined.append(weakref.ref(made))
+        return made
+
+    monkeypatch.setattr(paper_layout, "join_side_by_side", tracked_join)
+    judge = rule_judge()
+    concept_images: list[LoadedImage] = []
+    kept_when_judged: list[bool] = []
+
+    def reply(request: Any) -> str:
+        if "### Task:" not in request_text(request):  # a judge call, after the plan
+            gc.collect()
+            kept = any(ref() is not None for ref in joined)
+            kept_when_judged.append(kept or any(decoded(i) for i in concept_images))
+        return str(judge(request))
+
+    evaluator = Evaluator(ScriptedBackend(reply), run_config=RunConfig(preflight=False))
+    mcic = next(s for s in seven_task_samples(tmp_path) if s["id"] == "mcic")
+    real_load = cigeval.evaluation.evaluator.load_sample_images
+
+    def load(*args: Any, **kwargs: Any) -> dict[str, LoadedImage]:
+        images: dict[str, LoadedImage] = real_load(*args, **kwargs)
+        concept_images.extend(images[r] for r in ("subject_1", "subject_2"))
+        return images
+
+    monkeypatch.setattr(cigeval.evaluation.evaluator, "load_sample_images", load)
+    score = evaluator.evaluate(in_folder(mcic, tmp_path))
+    assert score.ok, score.error
+    assert len(joined) == 1 and len(concept_images) == 2
+    assert len(kept_when_judged) == 3 and not any(kept_when_judged)
 
 
 def test_a_file_changed_while_its_sample_is_judged_is_never_shown_as_the_checked_one(

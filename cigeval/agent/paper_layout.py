@@ -13,6 +13,7 @@ cigeval's layout.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from cigeval.messages import ImagePart, Message, TextPart
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from cigeval.config import EvalConfig
-    from cigeval.images import LoadedImage
+    from cigeval.images import EncodedImage
     from cigeval.sample import Sample
     from cigeval.sample_run import SampleRun
     from cigeval.tasks import SubQuestion, TaskSpec
@@ -204,22 +205,33 @@ def plan_messages(
     # The tools first: the task's text is the sample's, and is never filled in itself.
     filled = [("tools", lines), ("tool_choices", choices), ("task", task)]
     parts: list[TextPart | ImagePart] = [TextPart(fill(PLANNER, filled, prompt_dir))]
-    parts += [ImagePart(run.encode(image), role) for role, image in _planner_images(run, roles)]
+    parts += [ImagePart(image, role) for role, image in _planner_images(run, roles)]
     return [Message("user", tuple(parts))]
 
 
-def _planner_images(
-    run: SampleRun, roles: list[str]
-) -> list[tuple[str, LoadedImage | Image.Image]]:
-    """The planner's images: ``roles``' images, except two concept reference images, which
-    are shown joined into one in their place, as ImagenHub gives them and as the prompt
-    describes them (:func:`cigeval.sample.join_side_by_side`)."""
-    concepts = ("subject_1", "subject_2")
-    images: list[tuple[str, LoadedImage | Image.Image]] = [(r, run.loaded[r]) for r in roles]
-    if "subject" in roles or not all(role in roles for role in concepts):
-        return images
-    joined = join_side_by_side([run.loaded[role].pixels() for role in concepts])
-    at = roles.index(concepts[0])
-    images = [(role, image) for role, image in images if role not in concepts]
-    images.insert(at, ("subject", joined))
+_CONCEPTS = ("subject_1", "subject_2")
+
+
+def _planner_images(run: SampleRun, roles: list[str]) -> list[tuple[str, EncodedImage]]:
+    """The planner's images, encoded: ``roles``' images, except two concept reference
+    images, which are shown joined into one in their place, as ImagenHub gives them and as
+    the prompt describes them (:func:`cigeval.sample.join_side_by_side`)."""
+    if "subject" in roles or not all(role in roles for role in _CONCEPTS):
+        return [(role, run.encode(run.loaded[role])) for role in roles]
+    images = []
+    for role in roles:  # encoded in the order shown
+        if role == _CONCEPTS[0]:
+            joined = run.encode_made("planner:joined concepts", lambda: _joined_concepts(run))
+            images.append(("subject", joined))
+        elif role not in _CONCEPTS:
+            images.append((role, run.encode(run.loaded[role])))
     return images
+
+
+def _joined_concepts(run: SampleRun) -> Image.Image:
+    """The two concept images joined, from pixels decoded for this once where the images are
+    not decoded already (nothing of them is kept: the judge calls show the concept images
+    in their encodings made beforehand)."""
+    with contextlib.ExitStack() as stack:
+        halves = [stack.enter_context(run.loaded[role].pixels_once()) for role in _CONCEPTS]
+        return join_side_by_side(halves)
