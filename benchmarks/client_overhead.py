@@ -2,11 +2,14 @@
 
     python benchmarks/client_overhead.py [--runs 3] [--concurrency 1 16 64 128]
         [--latency 0.25 1.0] [--size 512] [--baselines files jpeg75] [--all]
+        [--reply-parsing official|strict] [--compare [LABEL=]CHECKOUT ...]
 
 The other client is ``openai.AsyncOpenAI`` plus an ``asyncio.Semaphore`` of C samples: for
-each sample it sends exactly the requests cigeval sends (captured first from cigeval itself:
-the planning call, then the judge calls at once). It comes in two baselines, measured beside
-each other in the same rounds:
+each sample it sends exactly the requests cigeval sends, in the order they wait for each
+other (captured first from cigeval itself: the planning call, then the judge calls at once
+under ``--reply-parsing strict``, or one after another under ``official``, the ``paper``
+default, as the official code asks its sub-questions). It comes in two baselines, measured
+beside each other in the same rounds:
 
 * ``minimal`` (``files``): each image read from its file and base64-encoded when a message is
   built (the OpenAI documentation's ``encode_image``); its bodies match cigeval's under
@@ -156,19 +159,28 @@ def image_files_by_role(sample: dict[str, Any]) -> dict[str, str]:
     return roles
 
 
-def encoding_settings(encoding: str | None) -> dict[str, Any]:
-    """The EvalConfig override choosing how images reach the judge (none for cigeval's
-    default, or for a checkout that predates the setting, which sends original files)."""
+def encoding_settings(encoding: str | None, reply_parsing: str | None = None) -> dict[str, Any]:
+    """The EvalConfig overrides choosing how images reach the judge and how replies are read
+    (none for cigeval's defaults, or for a checkout that predates a setting: it sends original
+    files, and reads replies strictly, its sub-questions asked at once)."""
     from cigeval.config import EvalConfig
 
-    if encoding is None or "image_encoding" not in EvalConfig.model_fields:
-        return {}
-    return {"image_encoding": encoding}
+    settings = {"image_encoding": encoding, "reply_parsing": reply_parsing}
+    return {
+        name: value
+        for name, value in settings.items()
+        if value is not None and name in EvalConfig.model_fields
+    }
 
 
-def capture_calls(samples_path: Path, encoding: str | None = None) -> dict[str, Any]:
+def capture_calls(
+    samples_path: Path, encoding: str | None = None, reply_parsing: str | None = None
+) -> dict[str, Any]:
     """The requests cigeval makes for each sample, in the order they depend on each other:
-    ``{"encoding": ..., "samples": {id: {"settings": {...}, "stages": [[messages, ...]]}}}``.
+    ``{"encoding": ..., "reply_parsing": ..., "samples": {id: {"settings": {...}, "stages":
+    [[messages, ...]]}}}``: the calls of a stage are sent at once, each stage once the one
+    before has its replies (the plan, then the judge calls at once under strict reply
+    parsing, or one after another as the official code asks them under official parsing).
     A message is ``{"role": ..., "parts": [["text", str] | ["image", role], ...]}``."""
     from cigeval.config import RunConfig
     from cigeval.evaluation import Evaluator
@@ -178,24 +190,35 @@ def capture_calls(samples_path: Path, encoding: str | None = None) -> dict[str, 
 
     reply = rule_judge()
     seen: list[ModelRequest] = []
+    stage_of: list[int] = []  # the stage of each request in seen
+    in_flight = [0]
 
     class Recorder:
         identity = "bench:recorder"
 
         async def complete(self, request: ModelRequest) -> ModelResponse:
+            # A call made while another waits for its reply is of the other's stage.
+            stage = stage_of[-1] if in_flight[0] else (stage_of[-1] + 1 if stage_of else 0)
             seen.append(request)
-            return ModelResponse(reply(request), MODEL)
+            stage_of.append(stage)
+            in_flight[0] += 1
+            try:
+                await asyncio.sleep(0.01)  # the calls sent at once are all made by now
+                return ModelResponse(reply(request), MODEL)
+            finally:
+                in_flight[0] -= 1
 
     evaluator = Evaluator(
         Recorder(),
         run_config=RunConfig(use_cache=False, preflight=False),
-        **encoding_settings(encoding),
+        **encoding_settings(encoding, reply_parsing),
     )
     captured: dict[str, Any] = {}
 
     async def capture() -> None:
         for line in iter_samples_file(samples_path):
             seen.clear()
+            stage_of.clear()
             score = await evaluator.evaluate_async(line)
             assert score.status == "ok", score.error
             calls = []
@@ -216,12 +239,15 @@ def capture_calls(samples_path: Path, encoding: str | None = None) -> dict[str, 
             }
             if seen[0].settings.seed is not None:
                 settings["seed"] = seen[0].settings.seed
-            # The plan comes first; every judge call waits for it and none for another.
-            captured[score.id] = {"settings": settings, "stages": [calls[:1], calls[1:]]}
+            stages: list[list[Any]] = [[] for _ in range(stage_of[-1] + 1)]
+            for stage, call in zip(stage_of, calls, strict=True):
+                stages[stage].append(call)
+            captured[score.id] = {"settings": settings, "stages": stages}
 
     asyncio.run(capture())
     used = getattr(evaluator.config, "image_encoding", "original")
-    return {"encoding": used, "samples": captured}
+    parsing = getattr(evaluator.config, "reply_parsing", "strict")
+    return {"encoding": used, "reply_parsing": parsing, "samples": captured}
 
 
 # --- the two clients -------------------------------------------------------------------------
@@ -322,6 +348,7 @@ def cigeval_client(
     out: Path,
     cache_dir: Path | None = None,
     encoding: str | None = None,
+    reply_parsing: str | None = None,
 ) -> None:
     """``Evaluator.run``: what ``cigeval evaluate`` does, into a results file."""
     from cigeval import Evaluator  # the run (resume, records), not only the judge
@@ -337,7 +364,9 @@ def cigeval_client(
         **{backoff: 0.05},
     )
     evaluator = Evaluator(
-        f"openai:{MODEL}@{url}", run_config=run_config, **encoding_settings(encoding)
+        f"openai:{MODEL}@{url}",
+        run_config=run_config,
+        **encoding_settings(encoding, reply_parsing),
     )
     result = evaluator.run(samples_path, out=out, limit=count, quiet=True)
     assert result.summary.statuses["ok"] == count, result.render()
@@ -356,7 +385,8 @@ def worker(args: argparse.Namespace) -> None:
             reencode = args.client == BASELINES["jpeg75"]
             minimal_client(args.url, plan, path, count, args.concurrency, out, reencode)
         else:
-            cigeval_client(args.url, path, count, args.concurrency, out, cache, plan["encoding"])
+            settings = (plan["encoding"], plan.get("reply_parsing"))
+            cigeval_client(args.url, path, count, args.concurrency, out, cache, *settings)
 
     one(warm, len(warm.read_text().splitlines()), folder / "warm.jsonl")  # imports, first calls
     figures: dict[str, float] = {}
@@ -438,7 +468,7 @@ def compare(args: argparse.Namespace, paths: dict[str, Any]) -> dict[str, Any]:
     from fake_server import ServerProcess
 
     baselines = [BASELINES[name] for name in args.baselines]
-    judges = ["cigeval", *(["before"] if args.compare else [])]
+    judges = ["cigeval", *args.compare]
     clients = [*baselines, *judges]
     rows: dict[tuple[float, int], dict[str, list[dict[str, float]]]] = defaultdict(
         lambda: defaultdict(list)
@@ -460,14 +490,16 @@ def compare(args: argparse.Namespace, paths: dict[str, Any]) -> dict[str, Any]:
     print()
     print(
         f"{args.size}x{args.size} photo-like PNG images, each sample's its own; cigeval's "
-        f"image encoding: {paths['encoding']}; baselines: {', '.join(baselines)} (the files "
+        f"image encoding: {paths['encoding']}; reply parsing: {paths['reply_parsing']} "
+        f"(stages per sample: {paths['stages']}); baselines: {', '.join(baselines)} (the files "
         f"as they are; JPEG q75 re-encoded per call); {args.runs} alternated rounds; "
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPU cores"
     )
-    if args.compare:
-        print(f"before: cigeval of {args.compare}")
+    for label, checkout in args.compare.items():
+        print(f"{label}: cigeval of {checkout}")
     print(
-        "records/s (share of the ideal C / (2 x latency)), client CPU ms per HTTP request, "
+        "records/s (share of the ideal C / (calls in a row x latency)), client CPU ms per HTTP "
+        "request, "
         "peak memory MiB per sample in flight: min / median / max over the rounds"
     )
     print(
@@ -479,7 +511,7 @@ def compare(args: argparse.Namespace, paths: dict[str, Any]) -> dict[str, Any]:
         pairing: defaultdict(dict) for pairing in pairings
     }
     for (latency, concurrency), measured in sorted(rows.items()):
-        ideal = concurrency / (2 * latency)
+        ideal = concurrency / (paths["in_a_row"] * latency)
         for client in clients:
             runs = measured[client]
             rates = [samples_for(concurrency) / r["run_wall_s"] for r in runs]
@@ -562,7 +594,7 @@ def other_rows(args: argparse.Namespace) -> list[str]:
         "5",
     ]
     if args.compare:
-        command += ["--compare", str(args.compare)]
+        command += ["--compare", str(next(iter(args.compare.values())))]
     startup = subprocess.run(
         command, capture_output=True, text=True, check=False, cwd=args.checkout
     )
@@ -619,6 +651,29 @@ def print_targets(args: argparse.Namespace, ratios: dict[str, Any], cached: list
             )
 
 
+def _in_a_row(plan: dict[str, Any]) -> float:
+    """The sample set's stages per sample (calls in a row), on average."""
+    return statistics.mean(len(sample["stages"]) for sample in plan["samples"].values())
+
+
+def _stage_counts(plan: dict[str, Any]) -> str:
+    """The sample set's calls in a row and calls per sample, on average, in words."""
+    found = list(plan["samples"].values())
+    calls = statistics.mean(sum(map(len, sample["stages"])) for sample in found)
+    return f"{_in_a_row(plan):.2f} in a row, {calls:.2f} calls"
+
+
+def compare_checkouts(given: list[str]) -> dict[str, Path]:
+    """``--compare``'s checkouts by label: ``LABEL=PATH``, or ``before`` / ``other-N``."""
+    found: dict[str, Path] = {}
+    for number, item in enumerate(given, start=1):
+        label, _, path = item.rpartition("=")
+        if not label:
+            label = "before" if len(given) == 1 else f"other-{number}"
+        found[label] = Path(path).resolve()
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="alternated rounds (>= 3)")
@@ -641,6 +696,14 @@ def main() -> None:
         "--compare older than the setting always sends original files",
     )
     parser.add_argument(
+        "--reply-parsing",
+        choices=["official", "strict"],
+        default=None,
+        help="how every cigeval reads replies (default: its method's, official under paper: "
+        "sub-questions asked one after another, as the minimal client then asks them too); a "
+        "checkout older than the setting reads them strictly",
+    )
+    parser.add_argument(
         "--checkout",
         type=Path,
         default=ROOT,
@@ -648,9 +711,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--compare",
-        type=Path,
-        default=None,
-        help="another checkout, measured alternately as 'before'",
+        nargs="+",
+        default=[],
+        metavar="[LABEL=]CHECKOUT",
+        help="other checkouts, measured alternately with the rest (labelled 'before' when "
+        "only one is given without a label)",
     )
     parser.add_argument(
         "--all", action="store_true", help="add the other rows: cached re-run, tools, CLI start-up"
@@ -669,6 +734,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(args.checkout.resolve()))
+    args.compare = compare_checkouts(args.compare)
     if args.worker:
         args.client = args.worker
         args.concurrency = args.concurrency[0]
@@ -679,8 +745,9 @@ def main() -> None:
     count = max(samples_for(max(args.concurrency)), 64)
     samples_path = write_sample_set(folder / "set", count, args.size)
     warm_path = write_sample_set(folder / "warm", 7, args.size, first=count)
-    plan = capture_calls(samples_path, args.image_encoding)
-    plan["samples"].update(capture_calls(warm_path, args.image_encoding)["samples"])
+    plan = capture_calls(samples_path, args.image_encoding, args.reply_parsing)
+    warm = capture_calls(warm_path, args.image_encoding, args.reply_parsing)
+    plan["samples"].update(warm["samples"])
     plan_path = folder / "plan.json"
     plan_path.write_text(json.dumps(plan))
     print(
@@ -689,13 +756,15 @@ def main() -> None:
         flush=True,
     )
     checkouts = {"cigeval": args.checkout.resolve(), "cigeval-cached": args.checkout.resolve()}
-    if args.compare:
-        checkouts["before"] = args.compare.resolve()
+    checkouts.update(args.compare)
     paths = {
         "samples": samples_path,
         "warm": warm_path,
         "plan": plan_path,
         "encoding": plan["encoding"],
+        "reply_parsing": plan["reply_parsing"],
+        "stages": _stage_counts(plan),
+        "in_a_row": _in_a_row(plan),
         "checkouts": checkouts,
     }
     ratios = compare(args, paths)
