@@ -403,11 +403,20 @@ ORIGINAL_JPEG_QUALITY = 95
 
 def encode_pixels(image: Image.Image | np.ndarray, fmt: str, quality: int = 75) -> bytes:
     """The RGB pixels of ``image`` (a PIL image or an ``(h, w, 3)`` uint8 array) as PNG or
-    JPEG bytes, encoded with OpenCV.
+    JPEG bytes.
 
     JPEG bytes are those Pillow writes at the same ``quality`` (baseline, 4:2:0, no Huffman
-    optimisation); PNG is lossless (one filter per row, fast Huffman-only compression).
+    optimisation), whichever library writes them: Pillow for a PIL image (from its own
+    buffer: no copy of the pixels, no swap of the channels), OpenCV for an array (the tools'
+    images), the same libjpeg-turbo settings; nothing of the image's metadata (a comment, an
+    EXIF or ICC block) is written. PNG is written by OpenCV, lossless (one filter per row,
+    fast Huffman-only compression).
     """
+    if isinstance(image, Image.Image) and fmt.upper() == "JPEG":
+        written = io.BytesIO()
+        # comment=b"": Pillow would copy a comment the decoded file carried (image.info)
+        to_rgb(image).save(written, format="JPEG", quality=quality, comment=b"")
+        return written.getvalue()
     import cv2  # OpenCV loads on first use, keeping `import cigeval` light
 
     pixels = np.asarray(to_rgb(image) if isinstance(image, Image.Image) else image)

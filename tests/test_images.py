@@ -116,6 +116,41 @@ def test_opencv_jpeg_bytes_equal_pillows_at_the_same_quality():
             assert encode_pixels(pixels, "JPEG", quality) == buffer.getvalue()
 
 
+def test_a_pil_image_and_its_array_encode_to_the_same_jpeg_bytes(tmp_path: Path):
+    """A PIL image is JPEG-encoded by Pillow, an array (a tool's image) by OpenCV: the same
+    bytes, none of a file's metadata among them (a JPEG file's comment, EXIF, ICC profile and
+    DPI are in the decoded image's info; cigeval sent none of them before either)."""
+    import io
+
+    import numpy as np
+
+    from cigeval.images import encode_pixels
+
+    rng = np.random.default_rng(1)
+    pixels = rng.integers(0, 256, (45, 61, 3), dtype=np.uint8)
+    exif = Image.Exif()
+    exif[0x010E] = "a description"
+    Image.fromarray(pixels).save(
+        tmp_path / "a.jpg",
+        comment=b"made by a tool",
+        exif=exif,
+        icc_profile=b"\0" * 200,
+        dpi=(300, 300),
+    )
+    with Image.open(tmp_path / "a.jpg") as opened:
+        opened.load()
+        decoded = opened.convert("RGB")
+    assert {"comment", "exif", "icc_profile", "dpi"} <= decoded.info.keys()
+    for quality in (75, 95):
+        from_pil = encode_pixels(decoded, "JPEG", quality)
+        assert from_pil == encode_pixels(np.asarray(decoded), "JPEG", quality)
+        plain = io.BytesIO()
+        Image.fromarray(np.asarray(decoded)).save(plain, format="JPEG", quality=quality)
+        assert from_pil == plain.getvalue() and b"made by a tool" not in from_pil
+    image = load_image("a.jpg", role="output", base_dir=tmp_path)
+    assert encode_image(image, encoding="jpeg75").data == encode_pixels(np.asarray(decoded), "JPEG")
+
+
 def test_png_is_lossless_and_the_data_uri_is_built_once(tmp_path: Path):
     import numpy as np
 
