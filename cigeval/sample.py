@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -429,7 +429,11 @@ def image_inputs(sample: Sample) -> Iterator[tuple[str, Any]]:
 
 
 def load_sample_images(
-    sample: Sample, conversion: ImageConversion = "rescale", *, max_bytes: int = MAX_FILE_BYTES
+    sample: Sample,
+    conversion: ImageConversion = "rescale",
+    *,
+    max_bytes: int = MAX_FILE_BYTES,
+    on_loaded: Callable[[str, LoadedImage], None] | None = None,
 ) -> dict[str, LoadedImage]:
     """Load every image of ``sample`` by role (``subjects`` become ``subject_1``/``subject_2``,
     ``outputs`` become ``output_1``..., candidates ``candidate:<label>``). A side-by-side
@@ -439,12 +443,14 @@ def load_sample_images(
     Pixels are decoded when first needed (:class:`~cigeval.images.LoadedImage`); an image
     that is not 8-bit RGB is converted as ``conversion`` says (:func:`cigeval.images.load_image`).
     Raises InputError naming the image (a file that is no regular file, or holds more than
-    ``max_bytes`` bytes, is refused before it is read).
+    ``max_bytes`` bytes, is refused before it is read). ``on_loaded(role, image)`` is called
+    as each image file is loaded, before the next is read (to encode it and let its file's
+    bytes go meanwhile).
     """
     loaded: dict[str, LoadedImage] = {}
 
-    def load(value: Any, role: str) -> LoadedImage:
-        return load_image(
+    def load(value: Any, key: str, role: str) -> None:
+        loaded[key] = image = load_image(
             value,
             role=role,
             sample_id=sample.id,
@@ -453,18 +459,20 @@ def load_sample_images(
             max_bytes=max_bytes,
             conversion=conversion,
         )
+        if on_loaded is not None:
+            on_loaded(key, image)
 
     for role, value in sample.images.provided().items():
         if role == "subjects":
             for index, item in enumerate(value, start=1):
-                loaded[f"subject_{index}"] = load(item, f"subjects[{index - 1}]")
+                load(item, f"subject_{index}", f"subjects[{index - 1}]")
         elif role == "outputs":
             for index, item in enumerate(value, start=1):
-                loaded[f"output_{index}"] = load(item, f"outputs[{index - 1}]")
+                load(item, f"output_{index}", f"outputs[{index - 1}]")
         else:
-            loaded[role] = load(value, role)
+            load(value, role, role)
     for label, value in (sample.candidates or {}).items():
-        loaded[candidate_role(label)] = load(value, f"candidates.{label}")
+        load(value, candidate_role(label), f"candidates.{label}")
     if side_by_side_subjects(sample):
         try:
             halves = split_side_by_side(loaded["subject"].pixels())

@@ -311,6 +311,35 @@ def test_the_planners_joined_concept_image_is_let_go_once_encoded(
     assert len(kept_when_judged) == 3 and not any(kept_when_judged)
 
 
+def test_each_image_is_encoded_as_it_is_loaded_holding_one_files_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under jpeg75 a sample's images are encoded one by one as they are read, each file's
+    bytes let go before the next file is read: a worker preparing a sample holds one file,
+    not all of them (it held every file until the last was encoded)."""
+    files: list[ReloadableFileBytes] = []
+
+    class Tracked(ReloadableFileBytes):
+        def __init__(self, path: str | Path, data: bytes, sha256: str) -> None:
+            super().__init__(path, data, sha256)
+            files.append(self)
+
+    held_when_encoding: list[int] = []
+    real_encode = cigeval.images.encode_pixels
+
+    def encode(*args: Any, **kwargs: Any) -> bytes:
+        held_when_encoding.append(sum(f.held for f in files))
+        return real_encode(*args, **kwargs)
+
+    monkeypatch.setattr(cigeval.images, "ReloadableFileBytes", Tracked)
+    monkeypatch.setattr(cigeval.images, "encode_pixels", encode)
+    tie = next(s for s in seven_task_samples(tmp_path) if s["id"] == "tie")
+    evaluator = Evaluator(ScriptedBackend(rule_judge()), run_config=RunConfig(preflight=False))
+    score = evaluator.evaluate(in_folder(tie, tmp_path))
+    assert score.ok, score.error
+    assert len(files) == 2 and held_when_encoding == [1, 1]
+
+
 def test_a_file_changed_while_its_sample_is_judged_is_never_shown_as_the_checked_one(
     tmp_path: Path,
 ) -> None:

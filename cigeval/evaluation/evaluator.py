@@ -614,20 +614,30 @@ class Evaluator:
         if replayed is not None and self.image_store is not None:
             # its record says where the images it showed are
             return key, _locate_not_shown(replayed, sample, self.image_store), {}, {}
-        images = load_sample_images(
-            sample, self.config.image_conversion, max_bytes=self.run_config.max_image_bytes
-        )
         ready: dict[int, EncodedImage] = {}
+        shown: set[str] = set()
         if replayed is None:
             shown = {r for q in get_task(sample.task).sub_questions for r in q.image_roles}
-            for role in sorted(shown & images.keys()):
-                image = images[role]
+
+        def encode(role: str, image: LoadedImage) -> None:
+            if role in shown and id(image) not in ready:
                 ready[id(image)] = encode_image(
                     image,
                     self.config.image_format,
                     encoding=self.config.image_encoding,
                     cache=self.tool_cache,
                 )
+
+        # each image encoded as it is loaded: under jpeg75 its file's bytes are let go before
+        # the next file is read, so a worker holds one file, not the sample's every file
+        images = load_sample_images(
+            sample,
+            self.config.image_conversion,
+            max_bytes=self.run_config.max_image_bytes,
+            on_loaded=encode,
+        )
+        for role in sorted(shown & images.keys()):  # images made from others (halves)
+            encode(role, images[role])
         if self.config.image_encoding == "jpeg75":
             # nothing is sent as it was read: hold no file's bytes while the sample waits
             for image in images.values():
