@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -394,19 +395,29 @@ def join_side_by_side(images: Sequence[Image.Image]) -> Image.Image:
     images' average height, widths in proportion (truncated), with a 10-pixel band between
     two (1 black, 8 white, 1 black). The paper layout's planner is shown two concept images
     so, as its prompt describes them: one image joining two."""
-    height = sum(image.height for image in images) // len(images)
-    scaled = [
-        image.resize((int(image.width * height / image.height), height), Image.Resampling.BICUBIC)
-        for image in images
-    ]
-    joined = Image.new("RGB", (sum(i.width for i in scaled) + 10 * (len(scaled) - 1), height))
+    return join_one_by_one([image.size for image in images], lambda n: nullcontext(images[n]))
+
+
+def join_one_by_one(
+    sizes: Sequence[tuple[int, int]],
+    pixels: Callable[[int], AbstractContextManager[Image.Image]],
+) -> Image.Image:
+    """:func:`join_side_by_side` of images of ``sizes`` (width, height), each asked for by
+    its index (``pixels(n)``, a context) only when it is scaled into place, and let go before
+    the next is asked for: one image's pixels at a time, not all of them."""
+    height = sum(h for _, h in sizes) // len(sizes)
+    widths = [int(w * height / h) for w, h in sizes]
+    joined = Image.new("RGB", (sum(widths) + 10 * (len(sizes) - 1), height))
     left = 0
-    for index, image in enumerate(scaled):
+    for index, width in enumerate(widths):
         if index:
             joined.paste((255, 255, 255), (left + 1, 0, left + 9, height))
             left += 10  # the band's outer columns stay black
-        joined.paste(image, (left, 0))
-        left += image.width
+        with pixels(index) as image:
+            scaled = image.resize((width, height), Image.Resampling.BICUBIC)
+        joined.paste(scaled, (left, 0))
+        scaled.close()
+        left += width
     return joined
 
 

@@ -3,10 +3,12 @@ JPEG encodings are remembered across runs for image files."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import io
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from cigeval.config import RunConfig
 from cigeval.errors import InputError
 from cigeval.images import EncodedImage, ImagePixels, LoadedImage, encode_image, load_image
 from cigeval.results import read_records
-from cigeval.sample import join_side_by_side
+from cigeval.sample import join_one_by_one, join_side_by_side
 from cigeval.testing import request_text, rule_judge
 from cigeval.testing.samples_factory import seven_task_samples, write_jsonl
 
@@ -266,6 +268,21 @@ def test_a_sample_waiting_for_its_judge_holds_no_file_bytes_under_jpeg75(
     assert max(held_when_asked["original"]) > 0  # sent as they are: the bytes are kept
 
 
+def test_images_are_joined_one_at_a_time_as_join_side_by_side_joins_them() -> None:
+    images = [noise((40, 30)), noise((70, 50))]
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def pixels(index: int) -> Iterator[Image.Image]:
+        events.append(f"open {index}")
+        yield images[index]
+        events.append(f"close {index}")
+
+    joined = join_one_by_one([image.size for image in images], pixels)
+    assert events == ["open 0", "close 0", "open 1", "close 1"]
+    assert joined.tobytes() == join_side_by_side(images).tobytes()
+
+
 def test_the_planners_joined_concept_image_is_let_go_once_encoded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -278,12 +295,12 @@ def test_the_planners_joined_concept_image_is_let_go_once_encoded(
 
     joined: list[weakref.ref[Image.Image]] = []
 
-    def tracked_join(images: list[Image.Image]) -> Image.Image:
-        made = join_side_by_side(images)
+    def tracked_join(sizes: Any, pixels: Any) -> Image.Image:
+        made = join_one_by_one(sizes, pixels)
         joined.append(weakref.ref(made))
         return made
 
-    monkeypatch.setattr(paper_layout, "join_side_by_side", tracked_join)
+    monkeypatch.setattr(paper_layout, "join_one_by_one", tracked_join)
     judge = rule_judge()
     concept_images: list[LoadedImage] = []
     kept_when_judged: list[bool] = []

@@ -13,7 +13,6 @@ cigeval's layout.
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING
 
 from cigeval.messages import ImagePart, Message, TextPart
@@ -21,7 +20,7 @@ from cigeval.prompts import paper_templates as paper_names
 from cigeval.prompts import render
 from cigeval.prompts.exact import exact_path, fill, read_exact
 from cigeval.registry import normalize_name
-from cigeval.sample import join_side_by_side
+from cigeval.sample import join_one_by_one
 from cigeval.tasks.spec import field_text
 from cigeval.tools.registry import OFFICIAL_TOOL_NAMES
 
@@ -229,9 +228,8 @@ def _planner_images(run: SampleRun, roles: list[str]) -> list[tuple[str, Encoded
 
 
 def _joined_concepts(run: SampleRun) -> Image.Image:
-    """The two concept images joined, from pixels decoded for this once where the images are
-    not decoded already (nothing of them is kept: the judge calls show the concept images
-    in their encodings made beforehand)."""
-    with contextlib.ExitStack() as stack:
-        halves = [stack.enter_context(run.loaded[role].pixels_once()) for role in _CONCEPTS]
-        return join_side_by_side(halves)
+    """The two concept images joined, each from pixels decoded for this once where it is not
+    decoded already, one after the other (nothing of them is kept: the judge calls show the
+    concept images in their encodings made beforehand)."""
+    images = [run.loaded[role] for role in _CONCEPTS]
+    return join_one_by_one([image.size for image in images], lambda n: images[n].pixels_once())
