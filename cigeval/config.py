@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from cigeval._cache_dir import default_cache_dir
+from cigeval._caller import in_callers_words
 from cigeval._flag import flag as _flag
 from cigeval._regular_file import MAX_IMAGE_BYTES
 from cigeval.errors import ConfigError
@@ -275,7 +276,8 @@ class EvalConfig(BaseModel):
     def _cap_covers_the_budget(cls, cap: int | None, info: ValidationInfo) -> int | None:
         budget = info.data.get("max_tokens")
         if cap is not None and isinstance(budget, int) and cap < budget:
-            raise ValueError(f"must be at least --max-tokens ({budget}), got {cap}")
+            budget_is = in_callers_words("--max-tokens", "max_tokens")
+            raise ValueError(f"must be at least {budget_is} ({budget}), got {cap}")
         return cap
 
     @property

@@ -15,6 +15,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.backends._retrying import UnreadableReply
 
 #: The request header that asks for an uncompressed reply.
@@ -48,8 +49,9 @@ def reply_cap_hooks(
                 read += len(chunk)
                 if read > max_bytes:
                     raise ReplyTooLarge(
-                        f"the reply passed {max_bytes} bytes (--max-reply-bytes); it was cut "
-                        "off there"
+                        f"the reply passed {max_bytes} bytes "
+                        f"({in_callers_words('--max-reply-bytes', 'max_reply_bytes')}); it was "
+                        "cut off there"
                     )
                 yield chunk
 
@@ -67,7 +69,7 @@ def reply_cap_hooks(
         if declared.isdigit() and int(declared) > max_bytes:
             raise ReplyTooLarge(
                 f"the reply announces {int(declared)} bytes, more than {max_bytes} "
-                "(--max-reply-bytes)"
+                f"({in_callers_words('--max-reply-bytes', 'max_reply_bytes')})"
             )
         response.stream = CappedStream(response.stream)
 

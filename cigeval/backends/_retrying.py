@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any, Generic, TypeVar
 from urllib.parse import urljoin, urlsplit
 
+from cigeval._caller import in_callers_words
 from cigeval.backends._spec import endpoint_url, public_url
 from cigeval.backends.limits import InFlightLimit, estimate_tokens
 from cigeval.backends.observers import current_observers
@@ -63,7 +64,7 @@ async def preflight_within(check: Awaitable[None], timeout_s: float, where: str)
         raise PreflightError(
             f"the judge server at {where} did not finish answering the preflight check "
             f"within {deadline:g} s (a server that sends its answer byte by byte?); "
-            "--no-preflight skips this check"
+            f"{in_callers_words('--no-preflight', 'preflight=False')} skips this check"
         ) from None
     except UnreadableReply as exc:
         raise PreflightError(
@@ -384,9 +385,10 @@ class RetryingBackend:
                     waited += delay
                     await _sleep(delay)
                     continue
+                option = in_callers_words("--retry-wait-budget-s", "retry_wait_budget_s")
                 detail += (
                     f"; the next wait ({delay:.3g} s) would pass the {budget:g} s one call may "
-                    "wait in all (--retry-wait-budget-s)"
+                    f"wait in all ({option})"
                 )
             if failure.status == 429:
                 detail += self._rate_limited(failure.retry_after)
@@ -402,7 +404,8 @@ class RetryingBackend:
         cap = self.policy.max_retry_after_s
         said = "" if asked is None else f"; it asked to wait {asked:g} s (Retry-After)"
         if asked is not None and asked > cap:
-            said += f", longer than the {cap:g} s honoured (--max-retry-after-s)"
+            honoured = in_callers_words("--max-retry-after-s", "max_retry_after_s")
+            said += f", longer than the {cap:g} s honoured ({honoured})"
         return f" (rate limited: the server refused the call with HTTP 429{said})"
 
     def _failure_message(self, index: int, attempts: int, detail: str, status: int) -> str:

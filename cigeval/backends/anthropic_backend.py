@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
+from cigeval._caller import in_callers_words
 from cigeval._warn_once import warn_once
 from cigeval.backends._reply_cap import IDENTITY, reply_cap_hooks
 from cigeval.backends._retrying import (
@@ -235,7 +236,8 @@ class AnthropicBackend(RetryingBackend):
                 problem = (
                     f"the judge server at {where} answered HTTP {exc.status_code} to a one-token "
                     f"request ({self.redact(error_message(exc))}); wait until it is ready, or "
-                    "pass --no-preflight to start anyway"
+                    f"pass {in_callers_words('--no-preflight', 'preflight=False')} to start "
+                    "anyway"
                 )
             # any other 4xx (a refused one-token request, 429) proves the server is there
         finally:

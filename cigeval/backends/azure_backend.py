@@ -18,6 +18,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
+from cigeval._caller import in_callers_words
 from cigeval.backends._retrying import PREFLIGHT_TIMEOUT_S, error_message, preflight_within
 from cigeval.backends._spec import first_env, model_and_urls, public_url, url_list
 from cigeval.backends.openai_backend import OpenAIBackend
@@ -137,7 +138,7 @@ class AzureOpenAIBackend(OpenAIBackend):
                 problem = (
                     f"the Azure OpenAI resource at {where} answered HTTP {exc.status_code} "
                     f"({self.redact(error_message(exc))}); try again later, or pass "
-                    "--no-preflight to start anyway"
+                    f"{in_callers_words('--no-preflight', 'preflight=False')} to start anyway"
                 )
             # any other 4xx (429, a refused one-token request) proves the deployment is there
         finally:

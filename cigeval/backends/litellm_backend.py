@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import openai
 
+from cigeval._caller import in_callers_words
 from cigeval.backends._retrying import (
     PREFLIGHT_TIMEOUT_S,
     CallFailure,
@@ -202,19 +203,19 @@ class LiteLLMBackend(RetryingBackend):
         except openai.APIConnectionError as exc:
             problem = (
                 f"the judge server at {where} cannot be reached "
-                f"({self.redact(str(exc))[:200]}); --no-preflight skips this check"
+                f"({self.redact(str(exc))[:200]}); {_skip_preflight()}"
             )
         except openai.APIStatusError as exc:
             if _connection_failed(exc):  # LiteLLM reports some refused connections as 500s
                 problem = (
                     f"the judge server at {where} cannot be reached "
-                    f"({self.redact(error_message(exc))[:200]}); --no-preflight skips this check"
+                    f"({self.redact(error_message(exc))[:200]}); {_skip_preflight()}"
                 )
             elif exc.status_code >= 500:
                 problem = (
                     f"the judge server at {where} answered HTTP {exc.status_code} "
                     f"({self.redact(error_message(exc))}); wait until it is ready, or pass "
-                    "--no-preflight to start anyway"
+                    f"{in_callers_words('--no-preflight', 'preflight=False')} to start anyway"
                 )
             # any other 4xx (429, a refused one-token request) proves the server is there
         if problem is not None:
@@ -265,3 +266,8 @@ def from_spec(
     """The backend of a ``litellm:<model>[@URL,URL...]`` spec (the part after the prefix)."""
     name, urls = model_and_urls("litellm", rest, base_url)
     return LiteLLMBackend(name, urls or None, policy=CallPolicy.from_run_config(run_config))
+
+
+def _skip_preflight() -> str:
+    """How the caller turns the preflight check off, in the caller's words."""
+    return f"{in_callers_words('--no-preflight', 'preflight=False')} skips this check"

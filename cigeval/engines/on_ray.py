@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.engines._rows import decode_record, encode_items
 from cigeval.engines.ray_engine import (
     WorkerSpec,
@@ -72,7 +73,7 @@ class RayEngine:
         self._status(
             f"cluster ready in {time.perf_counter() - started:.1f} s: "
             f"{resources.get('CPU', 0):g} CPU(s), {resources.get('GPU', 0):g} GPU(s)"
-            + (f"; Ray's own logs go to {logs} (--ray-verbose shows them)" if logs else "")
+            + (f"; Ray's own logs go to {logs} ({_verbose()} shows them)" if logs else "")
         )
         self._spec = worker_spec(self.evaluator.spec, self.engine)
         self._workers = default_workers(self.engine)
@@ -132,3 +133,8 @@ def _quiet_ray_data(ray: Any) -> None:
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)
+
+
+def _verbose() -> str:
+    """How the caller shows Ray's own logs, in the caller's words."""
+    return in_callers_words("--ray-verbose", "EngineConfig(ray_verbose=True)")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cigeval._caller import command_line, from_command_line
+from cigeval._caller import command_line, from_command_line, in_callers_words
 from cigeval.config import EnsembleConfig, EvalConfig, JudgeSpec, RunConfig
 from cigeval.engines._rows import decode_record, decode_row, encode_score
 from cigeval.engines.settings import EngineConfig
@@ -77,7 +77,8 @@ def import_ray() -> Any:
         import ray
         import ray.data  # the engine needs Ray Data, not only Ray core
     except ImportError:
-        raise MissingDependency("ray[data]", "ray", "The Ray engine (--engine ray)") from None
+        engine = in_callers_words("--engine ray", "engine='ray'")
+        raise MissingDependency("ray[data]", "ray", f"The Ray engine ({engine})") from None
     return ray
 
 
@@ -262,9 +263,13 @@ def default_workers(engine: EngineConfig) -> int:
     if engine.ray_gpus_per_worker > 0:
         fits = math.floor(resources.get("GPU", 0) / engine.ray_gpus_per_worker)
         if fits < 1:
+            asked = in_callers_words(
+                f"--ray-gpus-per-worker {engine.ray_gpus_per_worker:g}",
+                f"the {engine.ray_gpus_per_worker:g} GPU(s) per worker asked "
+                "(EngineConfig.ray_gpus_per_worker, gpus_per_worker= of evaluate_dataset)",
+            )
             raise ConfigError(
-                f"the Ray cluster has {resources.get('GPU', 0):g} GPU(s), fewer than "
-                f"--ray-gpus-per-worker {engine.ray_gpus_per_worker:g}"
+                f"the Ray cluster has {resources.get('GPU', 0):g} GPU(s), fewer than {asked}"
             )
         return fits
     return max(1, math.floor(resources.get("CPU", 1) / engine.ray_cpus_per_worker))
@@ -352,8 +357,14 @@ def worker_spec(
         # Each actor would gather only its own share of a stage into its own batches, with
         # several processes writing one batch record: neither the saving nor the resume holds.
         raise ConfigError(
-            "--batch and --engine ray cannot be combined: a provider batch gathers the calls "
-            "of one process; use --batch on one machine, or --engine ray with direct calls"
+            in_callers_words(
+                "--batch and --engine ray cannot be combined: a provider batch gathers the "
+                "calls of one process; use --batch on one machine, or --engine ray with direct "
+                "calls",
+                "RunConfig(batch=True) and the Ray engine cannot be combined: a provider batch "
+                "gathers the calls of one process; use batch=True on one machine, or the Ray "
+                "engine with batch=False",
+            )
         )
     run_config = _split_limits(judge.run_config, default_workers(engine))
     spec = WorkerSpec(

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import ConfigError
 
 #: Image roles named without the ``images.`` prefix.
@@ -127,8 +128,8 @@ def _parse_pairs(text: str) -> dict[str, str]:
         key, sep, column = item.partition("=")
         if not sep:
             raise ConfigError(
-                f"{item.strip()!r} in --columns is not KEY=COLUMN (e.g. "
-                "task=category,prompt=caption,output=image)"
+                f"{item.strip()!r} in {in_callers_words('--columns', 'columns=')} is not "
+                "KEY=COLUMN (e.g. task=category,prompt=caption,output=image)"
             )
         pairs[key.strip()] = column.strip()
     return pairs

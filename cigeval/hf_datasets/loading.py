@@ -7,6 +7,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import ConfigError, MissingDependency
 
 
@@ -104,6 +105,6 @@ def _one_split(loaded: Any, split: str | None, source: str) -> Any:
     if len(names) == 1:
         return loaded[names[0]]
     raise ConfigError(
-        f"the dataset {source!r} has the splits {', '.join(names)}: choose one with --split "
-        "(split= in Python)"
+        f"the dataset {source!r} has the splits {', '.join(names)}: choose one with "
+        f"{in_callers_words('--split NAME', 'split=NAME')}"
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from PIL import Image
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import ConfigError
 from cigeval.hf_datasets.columns import LIST_ROLES, ColumnMap
 from cigeval.hf_datasets.loading import is_dataset
@@ -51,8 +52,9 @@ class DatasetSamples:
         self.columns = ColumnMap.parse(columns)
         if self.columns.task is None and not task:
             raise ConfigError(
-                "no task for the dataset's rows: map a task column (task=COLUMN) or give the "
-                "task of every row (--task NAME, task= in Python)"
+                "no task for the dataset's rows: map a task column "
+                f"({in_callers_words('--columns task=COLUMN', 'columns=' + repr('task=COLUMN'))})"
+                f" or give the task of every row ({in_callers_words('--task NAME', 'task=NAME')})"
             )
         if self.columns.task is not None and task:
             raise ConfigError("the task is given twice (a task column and a fixed task)")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import ConfigError
 
 if TYPE_CHECKING:  # the sample model loads with the readers, not with the flags' help
@@ -39,7 +40,8 @@ def folder_samples(
     its name, or ``generator`` for a single folder. Raises ConfigError for an unknown format,
     a folder that does not exist, or two folders of one generator name."""
     if generator is not None and len(folders) != 1:
-        raise ConfigError("a generator name is given for one folder only (one --from)")
+        one = in_callers_words("one --from", "one (format, folder) pair")
+        raise ConfigError(f"a generator name is given for one folder only ({one})")
     readers = _readers()
     samples: list[SampleLine] = []
     names: dict[str, Path] = {}

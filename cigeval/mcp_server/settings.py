@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cigeval._caller import in_callers_words
 from cigeval._flag import flag
 
 #: Hosts that only this machine can reach: the only ones ``--transport http`` binds.
@@ -54,7 +55,8 @@ class McpConfig(BaseModel):
         if host not in LOCAL_HOSTS:
             raise ValueError(
                 f"cigeval mcp serves this machine only (the judge reads its files and has no "
-                f"authentication): --host must be one of {', '.join(LOCAL_HOSTS)}, not {host!r}"
+                f"authentication): {in_callers_words('--host', 'host')} must be one of "
+                f"{', '.join(LOCAL_HOSTS)}, not {host!r}"
             )
         return host
 
@@ -62,5 +64,7 @@ class McpConfig(BaseModel):
     @classmethod
     def _rooted(cls, path: str) -> str:
         if not path.startswith("/"):
-            raise ValueError(f"--path must start with '/', not {path!r}")
+            raise ValueError(
+                f"{in_callers_words('--path', 'path')} must start with '/', not {path!r}"
+            )
         return path

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import InputError
 
 
@@ -32,7 +33,8 @@ class BadCell:
 
     def error(self) -> InputError:
         """The error raised for this cell when reading strictly."""
-        return InputError(f"{self} (--lenient skips such cells)")
+        lenient = in_callers_words("--lenient", "lenient=True")
+        return InputError(f"{self} ({lenient} skips such cells)")
 
 
 def check_number(value: float, low: float, high: float) -> str | None:
@@ -50,7 +52,8 @@ def skipped_note(skipped: Sequence[BadCell], shown: int = 3) -> list[str]:
         return []
     listed = "; ".join(str(s) for s in skipped[:shown])
     more = f"; and {len(skipped) - shown} more" if len(skipped) > shown else ""
-    return [f"--lenient: {len(skipped)} malformed cell(s) skipped: {listed}{more}"]
+    lenient = in_callers_words("--lenient", "lenient=True")
+    return [f"{lenient}: {len(skipped)} malformed cell(s) skipped: {listed}{more}"]
 
 
 def read_tsv(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:

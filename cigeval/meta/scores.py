@@ -13,6 +13,7 @@ from typing import Literal
 
 import pandas as pd
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import InputError
 from cigeval.meta.autometrics import load_autometrics
 from cigeval.meta.frames import MissingPolicy, record_uid, split_runs, task_id
@@ -66,7 +67,8 @@ def load_scores(
     if list_aggregate is not None:
         raise InputError(
             f"{path}: a list aggregate applies to VIEScore-style tables only; cigeval "
-            "results carry their score (choose its rule with `cigeval evaluate --aggregate`)"
+            "results carry their score (choose its rule with "
+            f"{in_callers_words('`cigeval evaluate --aggregate`', 'evaluate(..., aggregate=...)')})"
         )
     if fmt == "cigeval":
         return load_cigeval_results(path, missing=missing, lenient=lenient)

@@ -42,6 +42,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import InputError
 from cigeval.image_store import ImageStore
 from cigeval.messages import UNFINISHED_REASONS
@@ -237,7 +238,8 @@ class _ImageFiles:
         if not candidates:
             return None, (
                 "not listed in the record's image_files (a results file from before cigeval "
-                "kept them?); pass the folder of the run's images with --image-dir"
+                "kept them?); pass the folder of the run's images with "
+                f"{in_callers_words('--image-dir', 'image_dir=')}"
             )
         problems = []
         for path in candidates:

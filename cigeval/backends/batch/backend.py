@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cigeval._caller import in_callers_words
 from cigeval.backends.base import Backend
 from cigeval.backends.batch.client import BatchClient
 from cigeval.backends.batch.lines import request_line
@@ -102,8 +103,9 @@ def batch_backends(backends: Sequence[Backend], coordinator: BatchCoordinator) -
             wrapped.append(backend)
     if not any(isinstance(b, BatchBackend) for b in wrapped):
         names = ", ".join(b.identity for b in backends)
+        batch = in_callers_words("--batch", "RunConfig(batch=True)")
         raise ConfigError(
-            f"--batch sends the calls of 'openai:' judges through a Batch API; none of the "
+            f"{batch} sends the calls of 'openai:' judges through a Batch API; none of the "
             f"judges ({names}) is one"
         )
     return wrapped

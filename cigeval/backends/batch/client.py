@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from cigeval._caller import in_callers_words
 from cigeval.backends._retrying import PREFLIGHT_TIMEOUT_S, error_message, sdk_failure
 from cigeval.errors import BackendError, PreflightError
 
@@ -105,11 +106,14 @@ class BatchClient:
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 missing.append(f"{where} failed ({type(exc).__name__}: {exc})")
         if missing:
+            batch = in_callers_words("--batch", "RunConfig(batch=True)")
+            leave_out = in_callers_words("Leave out --batch", "Leave batch off")
+            skip = in_callers_words("--no-preflight", "preflight=False")
             raise PreflightError(
                 self.backend.redact(
-                    "--batch needs the Batch API's files and batches endpoints: "
-                    f"{'; '.join(missing)}. Leave out --batch to ask the server directly, or "
-                    "point at a server with a Batch API (--no-preflight skips this check)"
+                    f"{batch} needs the Batch API's files and batches endpoints: "
+                    f"{'; '.join(missing)}. {leave_out} to ask the server directly, or "
+                    f"point at a server with a Batch API ({skip} skips this check)"
                 )
             )
 

@@ -24,6 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
+from cigeval._caller import in_callers_words
 from cigeval.backends.batch._executor import CountingExecutor
 from cigeval.backends.batch.client import BatchClient
 from cigeval.backends.batch.lines import LineFailure, read_result_lines
@@ -312,7 +313,9 @@ class BatchCoordinator:
                 self._settle_failure(
                     item,
                     f"the request is {len(item.line):,} bytes, more than a batch file may "
-                    f"hold ({self.max_bytes:,}; --batch-max-bytes); send smaller images",
+                    f"hold ({self.max_bytes:,}; "
+                    f"{in_callers_words('--batch-max-bytes', 'RunConfig.batch_max_bytes')}); "
+                    "send smaller images",
                     retryable=False,
                 )
                 continue

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from cigeval._caller import in_callers_words
 from cigeval._digest import file_sha256
 from cigeval.calibration.apply import judge_sub_scores, record_value
 from cigeval.calibration.binding import Binding, binding_of_record
@@ -90,7 +91,8 @@ def read_viescore_source(
         source.subs[key] = subs
         source.stock[key] = float(subs.min())
     if skipped:
-        source.notes.append(f"{path}: {skipped} malformed {column} cell(s) left out (--lenient)")
+        lenient = in_callers_words("--lenient", "lenient=True")
+        source.notes.append(f"{path}: {skipped} malformed {column} cell(s) left out ({lenient})")
     return source
 
 

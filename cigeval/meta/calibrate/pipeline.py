@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from cigeval._caller import in_callers_words
 from cigeval.calibration.file import StepReport, TaskCalibration
 from cigeval.meta.calibrate.figures import (
     gated_step,
@@ -189,6 +190,11 @@ def _gain_report(
     return gated_step(step, what, (before, after, gain), measured=text, stock=stock, chosen=chosen)
 
 
+def _left_out() -> str:
+    """Why a step the caller skipped was not tried, in the caller's words."""
+    return f"left out ({in_callers_words('--skip', 'skip=')})"
+
+
 def _not_tried(step: str, why: str) -> StepReport:
     return StepReport(step=step, kept=False, reason=f"not tried: {why}")
 
@@ -290,7 +296,7 @@ class ScoreCalibrator:
         # 2. aggregation of the best judge's sub-scores
         keep_aggregation = False
         if "aggregation" not in self.steps:
-            reports.append(_not_tried("aggregation", "left out (--skip)"))
+            reports.append(_not_tried("aggregation", _left_out()))
         elif max(len(s) for j in range(judges) for s in items.subs[j]) < 2:
             reports.append(_not_tried("aggregation", "the judges give one score per item"))
         else:
@@ -310,7 +316,7 @@ class ScoreCalibrator:
         if judges < 2:
             reports.append(_not_tried("jury", "one judge"))
         elif "jury" not in self.steps:
-            reports.append(_not_tried("jury", "left out (--skip)"))
+            reports.append(_not_tried("jury", _left_out()))
         else:
             report, current = self._ranking_step(
                 "jury",
@@ -330,7 +336,7 @@ class ScoreCalibrator:
         # 4. the monotone map
         keep_map = False
         if "map" not in self.steps:
-            reports.append(_not_tried("map", "left out (--skip)"))
+            reports.append(_not_tried("map", _left_out()))
         else:
             got, _ = self.stage.run(
                 chain_judges,
@@ -373,7 +379,7 @@ class ScoreCalibrator:
         # 5. the tie band
         keep_band = False
         if "tie_band" not in self.steps:
-            reports.append(_not_tried("tie_band", "left out (--skip)"))
+            reports.append(_not_tried("tie_band", _left_out()))
         else:
             agree0, counted, groups = self.wtl(final.value, 0.0)
             agree1, _, _ = self.wtl(final.value, final.band)

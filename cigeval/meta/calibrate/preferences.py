@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from cigeval._caller import in_callers_words
 from cigeval.calibration.file import ANY_TASK, Calibration, TaskCalibration
 from cigeval.errors import InputError
 from cigeval.meta.agreement import outcome
@@ -105,14 +106,15 @@ def calibrate_preferences(
 ) -> CalibrationResult:
     """Learn a judge's tie band from pairwise labels (see the module docstring)."""
     if len(scores) != 1:
-        raise InputError("pairwise labels calibrate one judge: give one --scores results file")
+        one = in_callers_words("one --scores results file", "scores=[one results file]")
+        raise InputError(f"pairwise labels calibrate one judge: give {one}")
     source = read_results_source(scores[0], key="id")
     rows, sha = read_preferences(labels)
     usable = [(a, b, h) for a, b, h in rows if a in source.stock and b in source.stock]
     if len(usable) < 10:
         raise InputError(
             f"only {len(usable)} of the {len(rows)} labelled pair(s) have both samples scored "
-            "in the --scores file; calibration needs at least 10"
+            f"in the {in_callers_words('--scores', 'scores=')} file; calibration needs at least 10"
         )
     difference = np.asarray([source.stock[a] - source.stock[b] for a, b, _ in usable])
     human = np.asarray([h for _, _, h in usable])

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from cigeval._caller import in_callers_words
 from cigeval.calibration.file import Calibration
 from cigeval.errors import InputError
 from cigeval.meta.calibrate._sklearn import in_one_thread
@@ -59,7 +60,8 @@ def _items(
     cell, group)."""
     keys = sorted(k for k in labels if any(k in s.stock for s in sources))
     if not keys:
-        raise InputError("no labelled item was scored by any --scores file (do the ids match?)")
+        given = in_callers_words("--scores", "scores=")
+        raise InputError(f"no labelled item was scored by any {given} file (do the ids match?)")
     tasks, cells, groups = (
         np.asarray(col, dtype=object).astype(str)
         for col in zip(*(describe(k) for k in keys), strict=True)
@@ -176,7 +178,7 @@ def calibrate_imagenhub(
     from cigeval.meta.split import load_split
 
     if not scores:
-        raise InputError("give at least one --scores file")
+        raise InputError(f"give at least one {in_callers_words('--scores', 'scores=')} file")
     sources = [read_judge_source(p, dimension, lenient) for p in scores]
     labels, labels_sha = imagenhub_labels(dimension, all_models, ratings_dir)
     items = _items(sources, labels, lambda k: (k[0], k[1], f"{k[0]}/{k[2]}"))
@@ -270,7 +272,8 @@ def calibrate_labels(
             scores, labels, folds=folds, seed=seed, n_boot=n_boot, group_by=group_by
         )
     if not scores:
-        raise InputError("give at least one --scores results file")
+        given = in_callers_words("--scores", "scores=")
+        raise InputError(f"give at least one {given} results file")
     sources = [read_results_source(p, key="id") for p in scores]
     wanted, labels_sha = read_labels_csv(labels)
     records = {k: r for s in reversed(sources) for k, r in s.records.items()}
@@ -284,7 +287,7 @@ def calibrate_labels(
     if len(present) < 10:
         raise InputError(
             f"only {len(present)} of the {len(wanted)} labelled id(s) have a scored record in "
-            "the --scores file(s); calibration needs at least 10"
+            f"the {in_callers_words('--scores', 'scores=')} file(s); calibration needs at least 10"
         )
     items = _items(sources, present, describe)
     scale = (float(items.human.min()), float(items.human.max()))

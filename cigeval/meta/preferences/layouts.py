@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import InputError
 from cigeval.meta.preferences.items import (
     Comparison,
@@ -234,8 +235,8 @@ def load_genai_bench_votes(
         judge = judges[0]
     if judge not in judges:
         raise InputError(
-            f"{path} holds the votes of {len(judges)} judges; name one with --judge "
-            f"({', '.join(judges)})"
+            f"{path} holds the votes of {len(judges)} judges; name one with "
+            f"{in_callers_words('--judge', 'judge=')} ({', '.join(judges)})"
         )
     items: list[PreferenceItem] = []
     for number, entry in entries:
@@ -319,7 +320,8 @@ def load_mmrb2(path: Path, benchmark: Path | None, task: str | None = None) -> L
     if benchmark is None:
         raise InputError(
             "an MMRB2 judgements file needs the benchmark file with the human choices "
-            "(e.g. benchmark/edit.json): pass it with --benchmark"
+            "(e.g. benchmark/edit.json): pass it with "
+            f"{in_callers_words('--benchmark', 'benchmark=')}"
         )
     judgements = _read_json(path)
     bench = _read_json(benchmark)
@@ -369,7 +371,7 @@ def detect_layout(path: Path) -> str:
         if isinstance(data, dict) and "pairs" in data:
             raise InputError(
                 f"{path} is an MMRB2 benchmark file (human choices only); give the judgements "
-                "file and pass this one with --benchmark"
+                f"file and pass this one with {in_callers_words('--benchmark', 'benchmark=')}"
             )
         if isinstance(data, dict) and all(
             isinstance(v, dict) and ("forward" in v or "reverse" in v) for v in data.values()
@@ -378,7 +380,8 @@ def detect_layout(path: Path) -> str:
         first = data[0] if isinstance(data, list) and data else None
         if isinstance(first, dict) and "human_vote" in first:
             return "genai-bench"
-        raise InputError(f"{path}: not a preference layout cigeval knows; name it with --layout")
+        layout = in_callers_words("--layout", "layout=")
+        raise InputError(f"{path}: not a preference layout cigeval knows; name it with {layout}")
     notes: list[str] = []
     for _, first in _json_lines(path, notes):
         if "status" in first and ("details" in first or "rubric" in first):
