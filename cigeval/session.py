@@ -24,6 +24,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from cigeval._caller import in_callers_words
 from cigeval._unicode import safe_text
 from cigeval.backends.attempts import counting_http_attempts
 from cigeval.backends.base import Backend
@@ -351,13 +352,15 @@ def _cut_off(response: ModelResponse, max_tokens: int | None) -> str:
 
 def _cut_off_for_good(response: ModelResponse, max_tokens: int | None) -> str:
     """Why an unfinished reply ends the asking: the budget may not grow any more."""
+    cap = in_callers_words("--max-tokens-cap", "max_tokens_cap")
+    budget = in_callers_words("--max-tokens", "max_tokens")
     if response.finish_reason == "content_filter":
-        return f"{_cut_off(response, max_tokens)}; the budget may not grow (--max-tokens-cap)"
+        return f"{_cut_off(response, max_tokens)}; the budget may not grow ({cap})"
     if max_tokens is None:
-        return f"{_cut_off(response, max_tokens)}; give --max-tokens to let a re-ask grow it"
+        return f"{_cut_off(response, max_tokens)}; give {budget} to let a re-ask grow it"
     return (
-        f"{_cut_off(response, max_tokens)}, the most --max-tokens-cap allows; raise "
-        "--max-tokens-cap (or --max-tokens) or ask for a shorter reply"
+        f"{_cut_off(response, max_tokens)}, the most {cap} allows; raise {cap} (or {budget}) "
+        "or ask for a shorter reply"
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.comparisons.bradley_terry import BradleyTerryRanking
 from cigeval.comparisons.inputs import SetAside
 from cigeval.comparisons.paired import ALL_TASKS, PairedDifference
@@ -100,7 +101,8 @@ class CompareResult:
     def table(self) -> str:
         """A readable table of the result."""
         picked = (
-            " (the first generator in the input; choose another with --baseline)"
+            " (the first generator in the input; choose another with "
+            f"{in_callers_words('--baseline', 'baseline=')})"
             if self.baseline_picked
             else ""
         )

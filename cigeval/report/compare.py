@@ -16,6 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from cigeval._caller import in_callers_words
 from cigeval.comparisons import CompareResult, PairedDifference, compare
 from cigeval.comparisons.inputs import is_preference_record
 from cigeval.comparisons.paired import ALL_TASKS
@@ -104,7 +105,12 @@ def _comparable(run: Run) -> Run:
 
 
 def _comparison_html(result: CompareResult, picked: bool, unnamed: int = 0) -> Markup:
-    how = " (the first generator in the input; choose another with --baseline)" if picked else ""
+    how = (
+        " (the first generator in the input; choose another with "
+        f"{in_callers_words('--baseline', 'baseline=')})"
+        if picked
+        else ""
+    )
     groups = []
     for group in result.groups:
         views = []

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import CigevalError
 
 #: Config keys that name where something lives rather than what it is (covered by a hash).
@@ -104,6 +105,16 @@ def differing_settings(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str =
     return names
 
 
+def _mixed_advice() -> str:
+    """What a run appending to a file of other settings can do, in the caller's words."""
+    return in_callers_words(
+        "Use another --out, start afresh with --overwrite, or append anyway with "
+        "--allow-mixed-settings",
+        "Write to another out path, start afresh with overwrite=True, or append anyway with "
+        "allow_mixed_settings=True",
+    )
+
+
 class MixedSettings(CigevalError):
     """A results file holds records made with other settings than the run appending to it.
 
@@ -119,6 +130,5 @@ class MixedSettings(CigevalError):
         super().__init__(
             f"{path} holds {records} record(s) made with other settings than this run's "
             f"(they differ in: {names}); appending would mix two sets of settings in one "
-            "file. Use another --out, start afresh with --overwrite, or append anyway with "
-            "--allow-mixed-settings (reports then show them as separate runs)"
+            f"file. {_mixed_advice()} (reports then show them as separate runs)"
         )

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import CigevalError
 from cigeval.redact import redact_command
 from cigeval.terminal import safe_text
@@ -64,7 +65,8 @@ class ResultsLocked(CigevalError):
             command = redact_command(str(holder.get("command") or "").split(" "))
             who += f": {safe_text(command)})" if command else ")"
         super().__init__(
-            f"{who} is writing to {path}; wait for it to end, or choose another --out "
+            f"{who} is writing to {path}; wait for it to end, or choose another "
+            f"{in_callers_words('--out', 'out path')} "
             f"(the lock is {path.name}.lock and goes away with that run)"
         )
 

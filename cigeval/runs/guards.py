@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from cigeval._caller import in_callers_words
 from cigeval._regular_file import open_regular
 from cigeval.errors import InputError
 from cigeval.results.jsonl import overwritten_path, rejected_path, rewrite_path
@@ -65,7 +66,9 @@ def results_paths(
         "its lock": lock_path(out),
         "its rejected lines": rejected_path(out),
         "its rewrite's temporary file": rewrite_path(out),
-        "the old results --overwrite moves aside": overwritten_path(out),
+        f"the old results {in_callers_words('--overwrite', 'overwrite=True')} moves aside": (
+            overwritten_path(out)
+        ),
     }
     if image_dir is not None:
         paths["the folder of images shown to the judge"] = image_dir
@@ -96,9 +99,9 @@ def refuse_results_over_inputs(
             folder = name.startswith("the folder")
             if _same_file(path, source) or (folder and _inside(source, path)):
                 raise InputError(
-                    f"--out {safe_text(written['the results file'])}: {name} "
+                    f"{_out()} {safe_text(written['the results file'])}: {name} "
                     f"({safe_text(path)}) would be the {kind} {safe_text(source)}, which the "
-                    "run reads; choose another --out (nothing was written)"
+                    f"run reads; choose another {_out()} (nothing was written)"
                 )
 
 
@@ -128,7 +131,7 @@ def refuse_overwriting_non_results(out: Path) -> None:
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise InputError(f"--overwrite: cannot read {safe_text(out)}: {exc.strerror}") from None
+        raise InputError(f"{_overwrite()}: cannot read {safe_text(out)}: {exc.strerror}") from None
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -140,9 +143,9 @@ def refuse_overwriting_non_results(out: Path) -> None:
             record = None
         if not isinstance(record, dict) or "id" not in record or "status" not in record:
             raise InputError(
-                f"--overwrite refuses to replace {safe_text(out)}: line {number} is not a "
+                f"{_overwrite()} refuses to replace {safe_text(out)}: line {number} is not a "
                 "results record (a JSON object with an id and a status), so the file does "
-                "not look like results; check --out, or move the file away yourself"
+                f"not look like results; check {_out()}, or move the file away yourself"
             )
 
 
@@ -155,5 +158,15 @@ def refuse_planted_links(written: Mapping[str, Path]) -> None:
     for name, path in written.items():
         if name != "the results file" and os.path.islink(path):
             raise InputError(
-                f"--out {safe_text(written['the results file'])}: " + refused_link(path, name)
+                f"{_out()} {safe_text(written['the results file'])}: " + refused_link(path, name)
             )
+
+
+def _out() -> str:
+    """The results file's option, in the caller's words."""
+    return in_callers_words("--out", "out path")
+
+
+def _overwrite() -> str:
+    """The option that replaces a results file, in the caller's words."""
+    return in_callers_words("--overwrite", "overwrite=True")

@@ -127,9 +127,10 @@ def _capped(item: Any, position: int, cap: int) -> Any:
     if not long:
         return item
     name, length = next(iter(long.items()))
+    option = in_callers_words("--max-text-chars", "max_text_chars")
     error = (
-        f"{name} has {length} characters, more than --max-text-chars {cap}: refused rather than "
-        "sent to the judge (raise --max-text-chars to judge it)"
+        f"{name} has {length} characters, more than {option} {cap}: refused rather than "
+        f"sent to the judge (raise {option} to judge it)"
     )
     return SampleLine(line_number=line_number, raw=raw, error=error)
 

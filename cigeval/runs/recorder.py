@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from cigeval._caller import in_callers_words
 from cigeval.redact import redact_credentials
 from cigeval.runs.breaker import CircuitBreaker
 from cigeval.sample_files import image_file_hashes
@@ -28,7 +29,8 @@ def refuse_degraded(score: Score) -> Score:
         if s.degraded
     )
     error = (
-        f"refused by --on-degraded error: {len(score.degraded_questions)} sub-question(s) "
+        f"refused by {in_callers_words('--on-degraded error', 'on_degraded=' + repr('error'))}: "
+        f"{len(score.degraded_questions)} sub-question(s) "
         f"judged without the tool the plan chose ({notes}); the score would have been "
         f"{score.value!r}"
     )

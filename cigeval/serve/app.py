@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from cigeval._caller import in_callers_words
 from cigeval._version import __version__
 from cigeval.serve.body import Refused, joined, off_loop, read_chunks
 from cigeval.serve.metrics import MISSING, ServeMetrics
@@ -54,11 +55,18 @@ def _check_key(request: Request, key: str | None) -> None:
         raise Refused(401, "missing or wrong bearer key", {"WWW-Authenticate": "Bearer"})
 
 
+def _pickle_off() -> str:
+    """The 404 of a pickle route on a server that takes no pickle bodies."""
+    accept = in_callers_words("--accept-pickle", "accept_pickle=True")
+    return f"pickle bodies are off; start the server with {accept}"
+
+
 def _check_count(count: int, settings: ServeConfig) -> None:
     if count > settings.max_items:
         raise Refused(
             413,
-            f"{count} items in one request; the limit is {settings.max_items} (--max-items)",
+            f"{count} items in one request; the limit is {settings.max_items} "
+            f"({in_callers_words('--max-items', 'max_items')})",
         )
 
 
@@ -289,7 +297,7 @@ def create_app(
 
         _check_key(request, settings.api_key)
         if not settings.accept_pickle:
-            raise Refused(404, "pickle bodies are off; start the server with --accept-pickle")
+            raise Refused(404, _pickle_off())
         chunks = await read_chunks(request, settings.max_body_bytes)
         protocol, entries = await off_loop(lambda: read_pickle_batch(joined(chunks), settings))
 
@@ -306,7 +314,7 @@ def create_app(
     async def ping(request: Request) -> dict[str, str]:
         _check_key(request, settings.api_key)
         if not settings.accept_pickle:
-            raise Refused(404, "pickle bodies are off; start the server with --accept-pickle")
+            raise Refused(404, _pickle_off())
         return {"status": "ok"}
 
     @app.get("/openapi.json", include_in_schema=False)

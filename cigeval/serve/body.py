@@ -14,6 +14,8 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cigeval._caller import in_callers_words
+
 if TYPE_CHECKING:
     from starlette.requests import Request
 
@@ -30,7 +32,8 @@ class Refused(Exception):
 
 def body_too_large(limit: int) -> Refused:
     """The 413 of a body over ``limit`` bytes (no Retry-After: sending it again never helps)."""
-    return Refused(413, f"request body over the server's limit of {limit} bytes (--max-body-bytes)")
+    option = in_callers_words("--max-body-bytes", "max_body_bytes")
+    return Refused(413, f"request body over the server's limit of {limit} bytes ({option})")
 
 
 async def read_chunks(request: Request, limit: int) -> list[bytes]:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.backends.wrapper import WrappingBackend
 from cigeval.errors import BackendError, ConfigError
 from cigeval.messages import ModelRequest, ModelResponse, TokenLogprob
@@ -50,7 +51,7 @@ def rewrite_scores(text: str, tokens: Sequence[TokenLogprob]) -> str:
         offset += len(token.token)
     if "".join(t.token for t in tokens) != text:
         raise BackendError(
-            "--score-mode expected: the server's token log-probabilities do not spell its "
+            f"{expected_mode()}: the server's token log-probabilities do not spell its "
             "reply, so the score's token cannot be found"
         )
     replacements = []
@@ -72,6 +73,11 @@ def rewrite_scores(text: str, tokens: Sequence[TokenLogprob]) -> str:
     return text
 
 
+def expected_mode() -> str:
+    """The expected-score mode, in the caller's words."""
+    return in_callers_words("--score-mode expected", "score_mode='expected'")
+
+
 class ExpectedScoreBackend(WrappingBackend[Any]):
     """An OpenAI-compatible judge whose scores are expected values over its log-probabilities.
 
@@ -85,7 +91,7 @@ class ExpectedScoreBackend(WrappingBackend[Any]):
 
         if not isinstance(inner, OpenAIBackend):
             raise ConfigError(
-                "--score-mode expected needs an openai: judge (an OpenAI or vLLM server that "
+                f"{expected_mode()} needs an openai: judge (an OpenAI or vLLM server that "
                 f"returns token log-probabilities), not {type(inner).__name__}"
             )
         inner.top_logprobs = top_logprobs
@@ -101,7 +107,7 @@ class ExpectedScoreBackend(WrappingBackend[Any]):
             return response
         if not response.logprobs:
             raise BackendError(
-                f"--score-mode expected: {self.identity} returned no token log-probabilities "
+                f"{expected_mode()}: {self.identity} returned no token log-probabilities "
                 "(the server must support logprobs/top_logprobs, as OpenAI and vLLM do)"
             )
         return dataclasses.replace(response, text=rewrite_scores(response.text, response.logprobs))

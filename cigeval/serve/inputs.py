@@ -20,6 +20,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval._regular_file import FileTooLargeError, NotRegularFileError, read_regular
 from cigeval._validation_text import validation_problems
 from cigeval.serve.models import ImageField, ScoreItem
@@ -72,9 +73,10 @@ def image_bytes(data: bytes, settings: ServeConfig, what: str) -> bytes:
     from PIL import Image
 
     if len(data) > settings.max_image_bytes:
+        cap = in_callers_words("--max-image-bytes", "max_image_bytes")
         raise ItemProblem(
             f"{what}: {len(data)} bytes is over the server's limit of "
-            f"{settings.max_image_bytes} (--max-image-bytes)"
+            f"{settings.max_image_bytes} ({cap})"
         )
     try:
         with warnings.catch_warnings():
@@ -84,14 +86,14 @@ def image_bytes(data: bytes, settings: ServeConfig, what: str) -> bytes:
     except Image.DecompressionBombError as exc:
         raise ItemProblem(
             f"{what}: refused as a decompression bomb, over the server's pixel limit of "
-            f"{settings.max_pixels} (--max-pixels): {exc}"
+            f"{settings.max_pixels} ({in_callers_words('--max-pixels', 'max_pixels')}): {exc}"
         ) from None
     except Exception as exc:
         raise ItemProblem(f"{what}: not a readable image ({type(exc).__name__})") from None
     if width * height > settings.max_pixels:
         raise ItemProblem(
             f"{what}: {width}x{height} pixels is over the server's limit of "
-            f"{settings.max_pixels} (--max-pixels)"
+            f"{settings.max_pixels} ({in_callers_words('--max-pixels', 'max_pixels')})"
         )
     return data
 
@@ -103,7 +105,7 @@ def decode_b64_image(text: Any, settings: ServeConfig, what: str) -> bytes:
     if len(text) > settings.max_image_bytes * 4 // 3 + 4:
         raise ItemProblem(
             f"{what}: over the server's limit of {settings.max_image_bytes} bytes "
-            "(--max-image-bytes)"
+            f"({in_callers_words('--max-image-bytes', 'max_image_bytes')})"
         )
     try:
         data = base64.b64decode(text, validate=True)
@@ -115,21 +117,28 @@ def decode_b64_image(text: Any, settings: ServeConfig, what: str) -> bytes:
 def _inside_root(text: str, settings: ServeConfig, what: str) -> bytes:
     root = settings.image_root
     if root is None:
-        raise ItemProblem(f"{what}: image paths are refused (the server has no --image-root)")
+        root_option = in_callers_words("--image-root", "image_root")
+        raise ItemProblem(f"{what}: image paths are refused (the server has no {root_option})")
     base = root.resolve()
     path = (base / text).resolve()
     if not path.is_relative_to(base):
-        raise ItemProblem(f"{what}: path is outside the server's --image-root")
+        raise ItemProblem(
+            f"{what}: path is outside the server's {in_callers_words('--image-root', 'image_root')}"
+        )
     # opened without waiting and checked by the open descriptor before a byte is read: a FIFO
     # or device put in the file's place after any earlier look is refused, never waited on
     try:
         data = read_regular(path, settings.max_image_bytes)
     except FileNotFoundError:
-        raise ItemProblem(f"{what}: no such file under --image-root") from None
+        raise ItemProblem(
+            f"{what}: no such file under {in_callers_words('--image-root', 'image_root')}"
+        ) from None
     except FileTooLargeError as exc:
-        raise ItemProblem(f"{what}: {exc.strerror} (the server's --max-image-bytes)") from None
+        cap = in_callers_words("--max-image-bytes", "max_image_bytes")
+        raise ItemProblem(f"{what}: {exc.strerror} (the server's {cap})") from None
     except NotRegularFileError:
-        raise ItemProblem(f"{what}: not a regular file under --image-root") from None
+        root_option = in_callers_words("--image-root", "image_root")
+        raise ItemProblem(f"{what}: not a regular file under {root_option}") from None
     return image_bytes(data, settings, what)
 
 
@@ -256,7 +265,7 @@ def _checked(image: Any, settings: ServeConfig, what: str) -> Any:
         if image.width * image.height > settings.max_pixels:
             raise ItemProblem(
                 f"{what}: {image.width}x{image.height} pixels is over the server's limit of "
-                f"{settings.max_pixels} (--max-pixels)"
+                f"{settings.max_pixels} ({in_callers_words('--max-pixels', 'max_pixels')})"
             )
         return image
     raise ItemProblem(f"{what}: expected image file bytes, got {type(image).__name__}")

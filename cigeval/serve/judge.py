@@ -45,15 +45,19 @@ def _strict_reading(config: EvalConfig) -> EvalConfig:
     """``config`` reading replies the strict way: expected scores are fractions, which the
     official reading would cut to integers (``reply_parsing="official"`` given explicitly
     is a ConfigError)."""
+    from cigeval._caller import in_callers_words
     from cigeval.config import EvalConfig
     from cigeval.errors import ConfigError
+    from cigeval.serve.expected import expected_mode
 
     if config.reply_parsing == "strict":
         return config
     if "reply_parsing" in config.model_fields_set:
+        official = in_callers_words("--reply-parsing official", "reply_parsing='official'")
+        strict = in_callers_words("--reply-parsing strict", "reply_parsing='strict'")
         raise ConfigError(
-            "--score-mode expected writes fractional scores, which --reply-parsing official "
-            "cuts to integers as the official code does; use --reply-parsing strict"
+            f"{expected_mode()} writes fractional scores, which {official} cuts to integers "
+            f"as the official code does; use {strict}"
         )
     settings = {**config.model_dump(exclude_unset=True), "reply_parsing": "strict"}
     return EvalConfig.model_validate(settings)

@@ -18,6 +18,8 @@ import io
 import pickle
 from typing import Any
 
+from cigeval._caller import in_callers_words
+
 #: The modules numpy 1.x and 2.x name ``_reconstruct`` from.
 _MULTIARRAY = ("numpy.core.multiarray", "numpy._core.multiarray")
 #: Bytes per pixel of the image modes a pickled PIL image may have ("1": bits, see below).
@@ -66,7 +68,8 @@ def _image_from_state(state: Any, max_pixels: int) -> Any:
     width, height = size
     if width * height > max_pixels:
         raise ValueError(
-            f"{width}x{height} pixels is over the server's limit of {max_pixels} (--max-pixels)"
+            f"{width}x{height} pixels is over the server's limit of {max_pixels} "
+            f"({in_callers_words('--max-pixels', 'max_pixels')})"
         )
     row = -(-width // 8) if mode == "1" else width * _MODE_BYTES[mode]
     if not isinstance(data, bytes) or len(data) != row * height:

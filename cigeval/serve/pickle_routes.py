@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.serve.body import Refused
 from cigeval.serve.inputs import ItemProblem, PreparedItem, group_key, identity, sample_of
 from cigeval.serve.models import ItemResult, ScoreResponse
@@ -210,8 +211,9 @@ def pickle_answer(
         first = next((r.error for r in unfilled if r.error), "no score")
         raise Refused(
             503,
-            f"no item of this batch of {len(results)} was scored, so --fill-unscored "
-            f"{settings.fill_unscored} has nothing to fill in from (first error: {first})",
+            f"no item of this batch of {len(results)} was scored, so "
+            f"{in_callers_words('--fill-unscored', 'fill_unscored=')} {settings.fill_unscored} "
+            f"has nothing to fill in from (first error: {first})",
             {"Retry-After": str(settings.retry_after_s)},
         )
     common = {

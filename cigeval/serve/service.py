@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from cigeval._caller import in_callers_words
 from cigeval.serve.body import Refused
 from cigeval.serve.fill import fill_rewards
 from cigeval.serve.inputs import PreparedItem
@@ -70,7 +71,8 @@ class ScoringService:
             raise Refused(
                 413,
                 f"{count} items in one request, but the server holds at most {limit} items at "
-                f"once (--max-queue {limit}): send batches of at most {limit} items",
+                f"once ({in_callers_words('--max-queue', 'max_queue=')} {limit}): send batches "
+                f"of at most {limit} items",
             )
         if self._held + count > limit:
             raise QueueFull(f"{self._held} item(s) held, {count} asked, limit {limit}")

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cigeval._caller import in_callers_words
 from cigeval._flag import flag
 from cigeval.errors import ConfigError
 
@@ -139,18 +140,20 @@ class ServeConfig(BaseModel):
             number = float(text)
         except ValueError:
             raise ValueError(
-                f"--fill-unscored takes nan, group-mean or a number, not {value!r}"
+                f"{_fill()} takes nan, group-mean or a number, not {value!r}"
             ) from None
         if not math.isfinite(number):
-            raise ValueError(f"--fill-unscored: {value!r} is not a finite number")
+            raise ValueError(f"{_fill()}: {value!r} is not a finite number")
         return repr(number)
 
     @model_validator(mode="after")
     def _queue_holds_a_batch(self) -> ServeConfig:
         if self.max_queue < self.max_items:
+            queue = in_callers_words("--max-queue", "max_queue=")
+            items = in_callers_words("--max-items", "max_items=")
             raise ValueError(
-                f"--max-queue {self.max_queue} is below --max-items {self.max_items}: a batch "
-                f"of {self.max_items} items could never be admitted; give --max-queue at least "
+                f"{queue} {self.max_queue} is below {items} {self.max_items}: a batch "
+                f"of {self.max_items} items could never be admitted; give {queue} at least "
                 f"{self.max_items} (docs/serve.md, 'Sizing the queue')"
             )
         return self
@@ -163,9 +166,12 @@ class ServeConfig(BaseModel):
     def check_bind(self) -> None:
         """Refuse a bind that other machines can reach unless an API key guards it."""
         if not is_local_host(self.host) and not self.api_key:
+            key = in_callers_words("--api-key", "api_key")
+            give = in_callers_words("--api-key KEY", "api_key='KEY'")
+            bind = in_callers_words("bind 127.0.0.1", "host='127.0.0.1'")
             raise ConfigError(
-                f"refusing to bind {self.host!r} without --api-key: anyone on the network "
-                "could use the judge; give --api-key KEY (or bind 127.0.0.1)"
+                f"refusing to bind {self.host!r} without {key}: anyone on the network "
+                f"could use the judge; give {give} (or {bind})"
             )
 
 
@@ -181,3 +187,8 @@ def is_local_host(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _fill() -> str:
+    """The fill-in setting, in the caller's words."""
+    return in_callers_words("--fill-unscored", "fill_unscored=")

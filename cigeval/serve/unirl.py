@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cigeval._caller import in_callers_words
 from cigeval._validation_text import validation_problems
 from cigeval.serve.inputs import (
     ItemProblem,
@@ -132,7 +133,11 @@ def unirl_answer(
             if item.reward is not None:
                 result[name] = _metrics(item)
             if item.status != "ok":
-                filled = " (reward filled in by --fill-unscored)" if item.filled else ""
+                filled = (
+                    f" (reward filled in by {in_callers_words('--fill-unscored', 'fill_unscored')})"
+                    if item.filled
+                    else ""
+                )
                 error[name] = f"{item.status}: {item.error or 'no score'}{filled}"
         results.append(result)
         errors.append(error)

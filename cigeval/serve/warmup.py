@@ -21,6 +21,7 @@ import io
 import logging
 from typing import TYPE_CHECKING, Any
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ async def check_logprobs(evaluator: Evaluator) -> None:
     """Under ``--score-mode expected``: one short call per judge; a ConfigError when a judge
     answers without token log-probabilities."""
     from cigeval.messages import GenerationSettings, Message, ModelRequest
-    from cigeval.serve.expected import ExpectedScoreBackend
+    from cigeval.serve.expected import ExpectedScoreBackend, expected_mode
 
     request = ModelRequest(
         (Message.text("user", 'Reply with exactly this JSON: {"score": 5}'),),
@@ -64,14 +65,15 @@ async def check_logprobs(evaluator: Evaluator) -> None:
             response = await backend.inner.complete(request)
         except Exception as exc:
             raise ConfigError(
-                f"--score-mode expected: the start-up call to {backend.identity} failed "
+                f"{expected_mode()}: the start-up call to {backend.identity} failed "
                 f"({type(exc).__name__}: {exc})"
             ) from None
         if not response.logprobs:
+            integer = in_callers_words("--score-mode integer", "score_mode='integer'")
             raise ConfigError(
-                f"--score-mode expected: {backend.identity} answered without token "
+                f"{expected_mode()}: {backend.identity} answered without token "
                 "log-probabilities; serve it from a server that returns logprobs/top_logprobs "
-                "(OpenAI, vLLM), or use --score-mode integer"
+                f"(OpenAI, vLLM), or use {integer}"
             )
 
 

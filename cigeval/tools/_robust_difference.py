@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import MissingDependency
 
 #: The largest shift sought, as a share of the image's longer side (at least 4 pixels).
@@ -164,8 +165,9 @@ def _structural_change(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     try:
         from skimage.metrics import structural_similarity
     except ImportError:
+        option = in_callers_words("--diff-robust", "difference={'robust': True}")
         raise MissingDependency(
-            "scikit-image", "robust", "The noise-robust Difference (--diff-robust)"
+            "scikit-image", "robust", f"The noise-robust Difference ({option})"
         ) from None
     height, width = a.shape[:2]
     scale = STRUCTURE_SCALE if min(height, width) * STRUCTURE_SCALE >= 64 else 1.0

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import ConfigError, MissingDependency
 from cigeval.tracking.base import TrackedRun, Tracker, flatten
 from cigeval.tracking.content import metric_name
@@ -31,7 +32,9 @@ def mlflow_sdk() -> ModuleType:
     try:
         import mlflow
     except ImportError:
-        raise MissingDependency("mlflow", "mlflow", "--track mlflow") from None
+        raise MissingDependency(
+            "mlflow", "mlflow", in_callers_words("--track mlflow", "track='mlflow'")
+        ) from None
     return mlflow
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import MissingDependency
 from cigeval.tracking.base import TrackedRun, Tracker
 
@@ -32,7 +33,9 @@ def wandb_sdk() -> ModuleType:
     try:
         import wandb
     except ImportError:
-        raise MissingDependency("wandb", "wandb", "--track wandb") from None
+        raise MissingDependency(
+            "wandb", "wandb", in_callers_words("--track wandb", "track='wandb'")
+        ) from None
     return wandb
 
 

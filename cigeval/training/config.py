@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from cigeval._caller import in_callers_words
 from cigeval._flag import flag
 
 #: The language model's attention and MLP projections of Qwen2-VL / Qwen2.5-VL. A regex, since
@@ -163,13 +164,14 @@ class FinetuneConfig(BaseModel):
     def _consistent(self) -> FinetuneConfig:
         if self.effective_batch is not None and "gradient_accumulation" in self.model_fields_set:
             raise ValueError(
-                "give --effective-batch or --gradient-accumulation, not both (the first sets "
-                "the second)"
+                f"give {_option('effective_batch')} or {_option('gradient_accumulation')}, "
+                "not both (the first sets the second)"
             )
         lora_given = [f for f in _LORA_FIELDS if f in self.model_fields_set]
         if self.full and lora_given:
-            names = ", ".join("--" + f.replace("_", "-") for f in lora_given)
-            raise ValueError(f"{names}: LoRA settings do not apply to --recipe paper")
+            names = ", ".join(_option(f) for f in lora_given)
+            paper = in_callers_words("--recipe paper", "recipe='paper'")
+            raise ValueError(f"{names}: LoRA settings do not apply to {paper}")
         return self
 
     @property
@@ -186,8 +188,8 @@ class FinetuneConfig(BaseModel):
         if self.effective_batch % per_step:
             raise ValueError(
                 f"an effective batch of {self.effective_batch} is not a multiple of batch size "
-                f"{self.batch_size} x {max(1, devices)} device(s); change --batch-size or "
-                "--effective-batch"
+                f"{self.batch_size} x {max(1, devices)} device(s); change "
+                f"{_option('batch_size')} or {_option('effective_batch')}"
             )
         return self.effective_batch // per_step
 
@@ -202,3 +204,8 @@ class FinetuneConfig(BaseModel):
         for free in ("save_steps", "logging_steps", "merge"):
             settings.pop(free)
         return settings
+
+
+def _option(field: str) -> str:
+    """A FinetuneConfig field in the caller's words: its flag in a command, else its name."""
+    return in_callers_words("--" + field.replace("_", "-"), field)

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval.errors import ConfigError
 
 #: Tokens a Qwen-VL style vocabulary has; cigeval's template is only offered to such models.
@@ -140,7 +141,7 @@ def training_chat_template(processor: Any, override: Path | None = None) -> tupl
     if not template:
         raise ConfigError(
             "the base model has no chat template, so conversations cannot be rendered; pass "
-            "one with --chat-template FILE (with {% generation %} markers)"
+            f"one with {_template_option()} (with {{% generation %}} markers)"
         )
     if has_generation_markers(template):
         return template, "the base model (it has generation markers)"
@@ -154,7 +155,7 @@ def training_chat_template(processor: Any, override: Path | None = None) -> tupl
         return QWEN_VL_TRAINING_TEMPLATE, "cigeval's Qwen-VL training template"
     raise ConfigError(
         "the base model's chat template has no {% generation %} markers and is not one TRL "
-        "can patch; pass a marked-up copy with --chat-template FILE"
+        f"can patch; pass a marked-up copy with {_template_option()}"
     )
 
 
@@ -162,3 +163,8 @@ def use_chat_template(processor: Any, template: str) -> None:
     """Make ``template`` the processor's (and its tokenizer's) chat template."""
     processor.chat_template = template
     _tokenizer(processor).chat_template = template
+
+
+def _template_option() -> str:
+    """How the caller gives a chat template file, in the caller's words."""
+    return in_callers_words("--chat-template FILE", "FinetuneConfig(chat_template='FILE')")

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cigeval._caller import in_callers_words
 from cigeval._digest import file_sha256
 from cigeval.errors import ConfigError, InputError, MissingDependency
 from cigeval.training.config import FinetuneConfig
@@ -156,18 +157,18 @@ def _prepare_out(out: Path, record: dict[str, Any], restart: bool) -> dict[str, 
         try:
             previous = json.loads(run_file.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read {run_file}: {exc}; use --restart") from exc
+            raise ConfigError(f"cannot read {run_file}: {exc}; use {_restart()}") from exc
         keys = ("base_path", "data_sha256", "settings")
         changed = [k for k in keys if previous.get(k) != record[k]]
         if changed:
             raise ConfigError(
-                f"{out} holds a run with a different {', '.join(changed)}; use another --out, "
-                "or --restart to discard that run"
+                f"{out} holds a run with a different {', '.join(changed)}; use another "
+                f"{_out()}, or {_restart()} to discard that run"
             )
         return dict(previous)
     if out.exists() and any(out.iterdir()):
         raise ConfigError(
-            f"{out} exists and is not a `cigeval finetune` folder; pick another --out"
+            f"{out} exists and is not a `cigeval finetune` folder; pick another {_out()}"
         )
     out.mkdir(parents=True, exist_ok=True)
     return None
@@ -256,7 +257,7 @@ def finetune(
     }
     previous = _prepare_out(out, record, restart)
     if previous is not None and previous.get("status") == "done" and previous.get("result"):
-        say(f"{out} already holds this finished run; nothing to do (--restart trains again)")
+        say(f"{out} already holds this finished run; nothing to do ({_restart()} trains again)")
         return FinetuneResult(**previous["result"])
 
     modules = _imports()
@@ -412,7 +413,8 @@ def _trainer(
         )
     except ValueError as exc:
         if "target" in str(exc).lower():
-            raise ConfigError(f"--lora-targets {config.lora_targets!r}: {exc}") from exc
+            targets = in_callers_words("--lora-targets", "lora_targets=")
+            raise ConfigError(f"{targets} {config.lora_targets!r}: {exc}") from exc
         raise
 
 
@@ -423,3 +425,13 @@ def _devices() -> int:
         return max(1, int(os.environ.get("WORLD_SIZE", "1")))
     except ValueError:
         return 1
+
+
+def _restart() -> str:
+    """The option that discards a run's folder, in the caller's words."""
+    return in_callers_words("--restart", "restart=True")
+
+
+def _out() -> str:
+    """The output folder's option, in the caller's words."""
+    return in_callers_words("--out", "out folder")

@@ -91,8 +91,8 @@ def read_viescore_source(
         source.subs[key] = subs
         source.stock[key] = float(subs.min())
     if skipped:
-        lenient = in_callers_words("--lenient", "lenient=True")
-        source.notes.append(f"{path}: {skipped} malformed {column} cell(s) left out ({lenient})")
+        option = in_callers_words("--lenient", "lenient=True")
+        source.notes.append(f"{path}: {skipped} malformed {column} cell(s) left out ({option})")
     return source
 
 
