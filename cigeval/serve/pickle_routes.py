@@ -209,10 +209,11 @@ def pickle_answer(
     unfilled = [r for r in results if r.reward is None]
     if unfilled and settings.fill_unscored != "nan":
         first = next((r.error for r in unfilled if r.error), "no score")
+        fill = settings.fill_unscored
         raise Refused(
             503,
             f"no item of this batch of {len(results)} was scored, so "
-            f"{in_callers_words('--fill-unscored', 'fill_unscored=')} {settings.fill_unscored} "
+            f"{in_callers_words(f'--fill-unscored {fill}', f'fill_unscored={fill!r}')} "
             f"has nothing to fill in from (first error: {first})",
             {"Retry-After": str(settings.retry_after_s)},
         )

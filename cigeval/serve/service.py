@@ -71,8 +71,8 @@ class ScoringService:
             raise Refused(
                 413,
                 f"{count} items in one request, but the server holds at most {limit} items at "
-                f"once ({in_callers_words('--max-queue', 'max_queue=')} {limit}): send batches "
-                f"of at most {limit} items",
+                f"once ({in_callers_words(f'--max-queue {limit}', f'max_queue={limit}')}): "
+                f"send batches of at most {limit} items",
             )
         if self._held + count > limit:
             raise QueueFull(f"{self._held} item(s) held, {count} asked, limit {limit}")

@@ -149,12 +149,15 @@ class ServeConfig(BaseModel):
     @model_validator(mode="after")
     def _queue_holds_a_batch(self) -> ServeConfig:
         if self.max_queue < self.max_items:
-            queue = in_callers_words("--max-queue", "max_queue=")
-            items = in_callers_words("--max-items", "max_items=")
+            queue, items = self.max_queue, self.max_items
             raise ValueError(
-                f"{queue} {self.max_queue} is below {items} {self.max_items}: a batch "
-                f"of {self.max_items} items could never be admitted; give {queue} at least "
-                f"{self.max_items} (docs/serve.md, 'Sizing the queue')"
+                in_callers_words(
+                    f"--max-queue {queue} is below --max-items {items}",
+                    f"max_queue={queue} is below max_items={items}",
+                )
+                + f": a batch of {items} items could never be admitted; give "
+                + in_callers_words(f"--max-queue at least {items}", f"max_queue >= {items}")
+                + " (docs/serve.md, 'Sizing the queue')"
             )
         return self
 
@@ -191,4 +194,4 @@ def is_local_host(host: str) -> bool:
 
 def _fill() -> str:
     """The fill-in setting, in the caller's words."""
-    return in_callers_words("--fill-unscored", "fill_unscored=")
+    return in_callers_words("--fill-unscored", "fill_unscored")

@@ -413,8 +413,10 @@ def _trainer(
         )
     except ValueError as exc:
         if "target" in str(exc).lower():
-            targets = in_callers_words("--lora-targets", "lora_targets=")
-            raise ConfigError(f"{targets} {config.lora_targets!r}: {exc}") from exc
+            targets = in_callers_words(
+                f"--lora-targets {config.lora_targets!r}", f"lora_targets={config.lora_targets!r}"
+            )
+            raise ConfigError(f"{targets}: {exc}") from exc
         raise
 
 

@@ -135,7 +135,8 @@ async def test_the_default_policy_bounds_a_rate_limited_call_by_its_arithmetic(
     message = str(raised.value)
     assert raised.value.reason == "rate_limited"
     assert "rate limited" in message and "100000 s (Retry-After)" in message
-    assert "--max-retry-after-s" in message and "--retry-wait-budget-s" in message
+    # from Python, the RunConfig fields (the command line's flags: the test below)
+    assert "max_retry_after_s" in message and "retry_wait_budget_s" in message
 
 
 @pytest.mark.parametrize("breaker", ["10", "0"], ids=["breaker-on", "breaker-off"])

@@ -118,8 +118,9 @@ def test_a_batch_that_can_never_fit_is_413_at_once_and_a_full_queue_429() -> Non
     # 7 items could never be admitted: a 413 at once, naming the limit, and no Retry-After
     # (Flow-GRPO's client would retry a 429 or a Retry-After every 2 s, 1000 times)
     assert never.status_code == 413 and "Retry-After" not in never.headers
-    assert "--max-queue 6" in never.json()["detail"] and quick < 1.0
-    assert over.status_code == 413 and "--max-items" in over.json()["detail"]
+    # the app made from Python names the ServeConfig fields
+    assert "max_queue=6" in never.json()["detail"] and quick < 1.0
+    assert over.status_code == 413 and "(max_items)" in over.json()["detail"]
     # 4 + 4 items pass the queue of 6 only while the first batch is held: retry later
     assert full.status_code == 429 and full.headers["Retry-After"] == "3"
     assert calls == 4  # only the admitted batch reached the judge
@@ -130,7 +131,7 @@ def test_start_up_refuses_a_queue_smaller_than_a_batch(capsys: pytest.CaptureFix
 
     from cigeval.cli.main import main
 
-    with pytest.raises(ValidationError, match="--max-queue 4 is below --max-items 512"):
+    with pytest.raises(ValidationError, match="max_queue=4 is below max_items=512"):
         ServeConfig(max_queue=4)
     status = main(["serve", "--model", "openai:m@http://127.0.0.1:9/v1", "--max-queue", "100"])
     assert status == 2
@@ -200,7 +201,7 @@ def test_a_decompression_bomb_is_its_items_error_and_the_batch_200() -> None:
     assert answer.status_code == 200
     results = answer.json()["results"]
     assert [r["status"] for r in results] == ["ok", "error", "ok", "error"]
-    assert "decompression bomb" in results[1]["error"] and "--max-pixels" in results[1]["error"]
+    assert "decompression bomb" in results[1]["error"] and "(max_pixels)" in results[1]["error"]
     assert "5000x5000 pixels is over" in results[3]["error"]
     assert calls == 2
 
@@ -240,7 +241,7 @@ def test_image_paths_only_inside_the_image_root(tmp_path: Path) -> None:
     assert statuses[0] == ("ok", None)
     assert "outside" in statuses[1][1] and "outside" in statuses[2][1]
     assert "no such file" in statuses[3][1]
-    assert "no --image-root" in no_root["results"][0]["error"]
+    assert "no image_root" in no_root["results"][0]["error"]
 
 
 def test_bearer_key_is_required_when_set() -> None:
@@ -263,7 +264,7 @@ def test_non_local_bind_without_key_refuses_to_start(capsys: pytest.CaptureFixtu
     from cigeval.cli.main import main
     from cigeval.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="without --api-key"):
+    with pytest.raises(ConfigError, match="without api_key"):
         ServeConfig(host="0.0.0.0").check_bind()
     ServeConfig(host="0.0.0.0", api_key="k").check_bind()
     ServeConfig(host="::1").check_bind()

@@ -137,7 +137,7 @@ def test_flow_grpo_pickle_body_with_accept_pickle() -> None:
     assert partial.status_code == 200  # Flow-GRPO retries a 500 up to 1000 times
     loaded = pickle.loads(partial.content)
     assert all(math.isnan(x) for x in loaded["outputs"]) and loaded["status"] == ["error"] * 2
-    assert refused.status_code == 404 and "--accept-pickle" in refused.json()["detail"]
+    assert refused.status_code == 404 and "accept_pickle=True" in refused.json()["detail"]
 
 
 class _RunsACommand:
@@ -294,7 +294,7 @@ def test_image_root_files_are_read_only_when_regular_and_within_the_limit(tmp_pa
     with pytest.raises(ItemProblem, match="not a regular file"):
         _inside_root("pipe.png", settings, "images.output")
     assert time.monotonic() - started < 2
-    with pytest.raises(ItemProblem, match=r"2048 bytes, limit 1024 bytes.*--max-image-bytes"):
+    with pytest.raises(ItemProblem, match=r"2048 bytes, limit 1024 bytes.*max_image_bytes"):
         _inside_root("big.png", settings, "images.output")
-    with pytest.raises(ItemProblem, match="no such file under --image-root"):
+    with pytest.raises(ItemProblem, match="no such file under image_root"):
         _inside_root("missing.png", settings, "images.output")
