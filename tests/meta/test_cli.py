@@ -9,15 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from cigeval._caller import command_line
 from cigeval.cli import build_parser
 from cigeval.cli.meta import run_meta
 from cigeval.tasks.ids import PAPER_TASK_ORDER
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Parse like the main ``cigeval`` parser does and run; (exit status, stdout, stderr)."""
+    """Parse and run as the ``cigeval`` command does (advice in flags); (exit status, stdout,
+    stderr)."""
     try:
-        status = run_meta(build_parser().parse_args(["meta", *argv]))
+        with command_line():
+            status = run_meta(build_parser().parse_args(["meta", *argv]))
     except SystemExit as exc:  # argparse usage errors
         status = int(exc.code or 0)
     captured = capsys.readouterr()
