@@ -75,12 +75,7 @@ class SampleRun:
         key = id(image)
         cached = self._encoded.get(key)
         if cached is None:
-            cached = self._ready.pop(key, None) or encode_image(
-                image,
-                self.config.image_format,
-                encoding=self.config.image_encoding,
-                cache=self.tool_cache,
-            )
+            cached = self._ready.pop(key, None) or self._encode_now(image)
             self._encoded[key] = cached
             self.memo.setdefault("_keepalive", []).append(image)  # keep id() stable
         return cached
@@ -96,14 +91,18 @@ class SampleRun:
         if encoded is None:
             image = make()
             try:
-                encoded = encode_image(
-                    image,
-                    self.config.image_format,
-                    encoding=self.config.image_encoding,
-                    cache=self.tool_cache,
-                )
+                encoded = self._encode_now(image)
             finally:
                 image.close()
             self._encoded[id(encoded)] = encoded  # kept here: its id() stays its own
             self.memo[key] = encoded
         return encoded
+
+    def _encode_now(self, image: LoadedImage | Image.Image) -> EncodedImage:
+        """``image`` encoded with this run's format, encoding and tool cache."""
+        return encode_image(
+            image,
+            self.config.image_format,
+            encoding=self.config.image_encoding,
+            cache=self.tool_cache,
+        )
