@@ -210,9 +210,8 @@ def calibrate_votes(
         train_votes = [items.votes[i] for i in fold.train]
         accuracies = [_accuracy(train_votes, j, human[fold.train]) for j in items.judges]
         best = items.judges[int(np.argmax(accuracies))]
-        train_votes_all = [items.votes[i] for i in fold.train]
         model, picked = _fit_jury(
-            train_votes_all, human[fold.train], groups[fold.train], items.judges, seed
+            train_votes, human[fold.train], groups[fold.train], items.judges, seed
         )
         jury = np.asarray(decide_votes(features[fold.test], model))
         single = np.asarray([items.votes[i].get(best) or "none" for i in fold.test])
