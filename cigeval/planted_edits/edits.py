@@ -15,12 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from cigeval.planted_edits.layout import (
-    GAP,
-    inside,
-    overlaps,
-    random_object,
-)
+from cigeval.planted_edits.layout import fits, random_object
 from cigeval.planted_edits.scene import (
     OBJECT_COLOURS,
     TEXTURE_WORDS,
@@ -227,10 +222,7 @@ class EditDraft:
     def _placed(self, index: int, obj: SceneObject, box: Rect) -> SceneObject | None:
         """``obj`` (the object at ``index``) moved to ``box``; None when the box leaves the
         picture or comes nearer another object than the gap between objects."""
-        others = self._boxes(without=index)
-        if not inside(box, self.size, 0.02 * self.size):
-            return None
-        if any(overlaps(box, other, GAP * self.size) for other in others):
+        if not fits(box, self.size, self._boxes(without=index)):
             return None
         return obj.moved_to(box)
 

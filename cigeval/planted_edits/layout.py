@@ -42,6 +42,13 @@ def inside(box: Rect, size: int, margin: float) -> bool:
     )
 
 
+def fits(box: Rect, size: int, taken: list[Rect]) -> bool:
+    """Whether ``box`` lies in the picture (2% of its side from the edges) and keeps
+    :data:`GAP` from every box of ``taken``."""
+    gap, margin = GAP * size, 0.02 * size
+    return inside(box, size, margin) and not any(overlaps(box, t, gap) for t in taken)
+
+
 def box_shape(rng: np.random.Generator, kind: str, side: float) -> tuple[float, float]:
     """Width and height of an object of ``kind`` whose larger side is ``side``."""
     if kind != "rectangle":
@@ -57,27 +64,16 @@ def random_side(rng: np.random.Generator, size: int) -> float:
 
 
 def free_box(
-    rng: np.random.Generator,
-    size: int,
-    width: float,
-    height: float,
-    taken: list[Rect],
-    *,
-    near: tuple[float, float] | None = None,
-    reach: float = 0.0,
+    rng: np.random.Generator, size: int, width: float, height: float, taken: list[Rect]
 ) -> Rect | None:
-    """A box of ``width`` x ``height`` that keeps :data:`GAP` from every box of ``taken``,
-    anywhere in the picture or, with ``near``, centred within ``reach`` of that point."""
-    gap, margin = GAP * size, 0.02 * size
+    """A box of ``width`` x ``height`` anywhere in the picture that :func:`fits` among the
+    boxes of ``taken``."""
+    margin = 0.02 * size
     for _ in range(_TRIES):
-        if near is None:
-            cx = float(rng.uniform(width / 2 + margin, size - width / 2 - margin))
-            cy = float(rng.uniform(height / 2 + margin, size - height / 2 - margin))
-        else:
-            angle, distance = float(rng.uniform(0, 2 * math.pi)), reach
-            cx, cy = near[0] + distance * math.cos(angle), near[1] + distance * math.sin(angle)
+        cx = float(rng.uniform(width / 2 + margin, size - width / 2 - margin))
+        cy = float(rng.uniform(height / 2 + margin, size - height / 2 - margin))
         box = (cx - width / 2, cy - height / 2, cx + width / 2, cy + height / 2)
-        if inside(box, size, margin) and not any(overlaps(box, t, gap) for t in taken):
+        if fits(box, size, taken):
             return box
     return None
 
