@@ -31,7 +31,6 @@ from dataclasses import dataclass, replace
 from PIL import Image
 
 from cigeval.images import to_rgb
-from cigeval.registry import normalize_name
 from cigeval.tools._format import fmt_box
 from cigeval.tools.base import Box, ToolContext, ToolResult, ToolView
 from cigeval.tools.boxes import clip_box, scale_box
@@ -231,10 +230,10 @@ class ZoomTool:
 
 
 def _offered(ctx: ToolContext, name: str) -> bool:
-    from cigeval.tools.registry import tool_names
+    from cigeval.tools.registry import match_offered_tool, tool_names
 
     offered = ctx.config.tools if ctx.config.tools is not None else tool_names(ctx.config.method)
-    return normalize_name(name) in {normalize_name(n) for n in offered}
+    return match_offered_tool(name, offered) is not None
 
 
 def _to_frame(boxes: list[Box], size: tuple[int, int], frame: tuple[int, int]) -> list[Box]:
