@@ -33,7 +33,6 @@ from cigeval.planted_edits.scoring import (
     difference_locator,
     grounding_locator,
     score_locator,
-    score_locators,
 )
 
 __all__ = [
@@ -52,6 +51,5 @@ __all__ = [
     "planted_pair",
     "planted_pairs",
     "score_locator",
-    "score_locators",
     "write_planted_set",
 ]

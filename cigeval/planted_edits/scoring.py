@@ -271,18 +271,6 @@ def score_locator(pairs: Iterable[PlantedPair], locate: Locator) -> Localisation
     return Localisation([score_pair(pair, locate(pair)) for pair in pairs])
 
 
-def score_locators(
-    pairs: Iterable[PlantedPair], locators: dict[str, Locator]
-) -> dict[str, Localisation]:
-    """:func:`score_locator` of several locators in one pass over ``pairs`` (each pair is
-    drawn once and let go before the next)."""
-    outcomes: dict[str, list[PairOutcome]] = {name: [] for name in locators}
-    for pair in pairs:
-        for name, locate in locators.items():
-            outcomes[name].append(score_pair(pair, locate(pair)))
-    return {name: Localisation(found) for name, found in outcomes.items()}
-
-
 def difference_locator(config: DifferenceConfig) -> Locator:
     """The Difference tool's regions (source against edited, no mask) as a locator."""
     import numpy as np
