@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cigeval._digest import file_sha256
 from cigeval.prompts.exact import EXACT_SUFFIX
 from cigeval.prompts.official_source import MANIFEST
 from cigeval.prompts.paper_templates import paper_templates
@@ -68,7 +69,7 @@ def _template_files(folder: Path) -> dict[str, Path]:
 
 def _file_sha256(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return file_sha256(path)
     except OSError:
         return None
 
