@@ -28,13 +28,6 @@ _HEAD_BYTES = 64 * 1024
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return a.resolve() == b.resolve()
-
-
 def _reads_as_jsonl(path: Path) -> bool:
     """Whether the first non-blank line of ``path`` is a JSON object or array (results,
     samples, any JSON lines), read without following the path if it is no regular file."""
@@ -80,10 +73,11 @@ def refuse_output_over_inputs(out: Path, inputs: Iterable[tuple[str, Path]]) -> 
     holds JSON lines, is locked by a run or is not a regular file; nothing is written."""
     from cigeval._regular_file import kind_of
     from cigeval.results.lock import lock_path
+    from cigeval.runs.guards import same_file
 
     shown = safe_text(out)
     for kind, source in inputs:
-        if _same_file(out, source):
+        if same_file(out, source):
             raise InputError(
                 f"-o {shown} would overwrite the {kind} {safe_text(source)}, which the report "
                 "reads; choose another output path (nothing was written)"

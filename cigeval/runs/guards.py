@@ -78,7 +78,9 @@ def results_paths(
     return paths
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` reach the same file (symlinks resolved, hard links by inode;
+    by their resolved paths where either cannot be looked at)."""
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -97,7 +99,7 @@ def refuse_results_over_inputs(
     for kind, source in inputs:
         for name, path in written.items():
             folder = name.startswith("the folder")
-            if _same_file(path, source) or (folder and _inside(source, path)):
+            if same_file(path, source) or (folder and _inside(source, path)):
                 raise InputError(
                     f"{_out()} {safe_text(written['the results file'])}: {name} "
                     f"({safe_text(path)}) would be the {kind} {safe_text(source)}, which the "
