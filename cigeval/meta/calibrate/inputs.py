@@ -148,7 +148,7 @@ def read_judge_source(
     """A VIEScore-style table (.tsv/.tab) or a cigeval results file keyed for ImagenHub."""
     if str(path).lower().endswith((".tsv", ".tab")):
         return read_viescore_source(path, dimension, lenient)
-    return read_results_source(path, "imagenhub", "SC" if dimension == "SC" else dimension)
+    return read_results_source(path, "imagenhub", dimension)
 
 
 def imagenhub_labels(
