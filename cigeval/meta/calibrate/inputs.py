@@ -48,7 +48,8 @@ class JudgeSource:
     notes: list[str] = field(default_factory=list)
 
 
-def _sha256(path: Path) -> str:
+def input_sha256(path: Path) -> str:
+    """The sha256 of an input file; InputError naming it when it cannot be read."""
     try:
         return file_sha256(path)
     except OSError as exc:
@@ -70,7 +71,7 @@ def read_viescore_source(
     source = JudgeSource(
         label,
         str(path),
-        _sha256(path),
+        input_sha256(path),
         Binding(judges=(f"table:{label}",), rubric="viescore"),
     )
     skipped = 0
@@ -120,7 +121,7 @@ def read_results_source(
     ok = [r for r in records if r.get("status") == "ok"]
     if not ok:
         raise InputError(f"{path}: no scored record to calibrate")
-    source = JudgeSource(name or path.stem, str(path), _sha256(path), binding_of_record(ok[0]))
+    source = JudgeSource(name or path.stem, str(path), input_sha256(path), binding_of_record(ok[0]))
     if skipped:
         source.notes.append(f"{path}: {len(skipped)} unreadable line(s) skipped")
     for record in ok:
@@ -221,7 +222,7 @@ def read_labels_csv(path: str | Path) -> tuple[dict[str, float], str]:
         labels[item] = value
     if not labels:
         raise InputError(f"{path}: no labels")
-    return labels, _sha256(path)
+    return labels, input_sha256(path)
 
 
 def combined_binding(sources: list[JudgeSource]) -> Binding:

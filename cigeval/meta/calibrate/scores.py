@@ -27,6 +27,7 @@ from cigeval.meta.calibrate.inputs import (
     combined_binding,
     fingerprint,
     imagenhub_labels,
+    input_sha256,
     prompt_group,
     read_judge_source,
     read_labels_csv,
@@ -210,7 +211,7 @@ def calibrate_imagenhub(
     parts = {f"scores:{s.name}": s.sha256 for s in sources}
     parts["labels:imagenhub"] = labels_sha
     if split is not None:
-        parts["split"] = _sha256_text(Path(split))
+        parts["split"] = input_sha256(Path(split))
     data = {
         "fingerprint": fingerprint(parts),
         "sources": [{"name": s.name, "path": s.path, "sha256": s.sha256} for s in sources],
@@ -238,15 +239,6 @@ def calibrate_imagenhub(
 
 def _number(value: float) -> float | None:
     return None if math.isnan(value) else float(value)
-
-
-def _sha256_text(path: Path) -> str:
-    import hashlib
-
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc}") from None
 
 
 @in_one_thread
