@@ -51,7 +51,7 @@ def merge_boxes(boxes: list[Box]) -> list[Box]:
         groups = _touching_groups(current)
         if len(groups) == len(current):
             return current
-        current = [_union([current[i] for i in group]) for group in groups]
+        current = [union_box([current[i] for i in group]) for group in groups]
 
 
 def _touching_groups(boxes: list[Box]) -> list[list[int]]:
@@ -83,7 +83,9 @@ def _touch(a: Box, b: Box) -> bool:
     return a.x0 <= b.x1 and b.x0 <= a.x1 and a.y0 <= b.y1 and b.y0 <= a.y1
 
 
-def _union(group: list[Box]) -> Box:
+def union_box(group: list[Box]) -> Box:
+    """The smallest box holding every box of ``group`` (one box: itself). Its label is
+    theirs when they agree; its score is dropped."""
     if len(group) == 1:
         return group[0]
     labels = {b.label for b in group}

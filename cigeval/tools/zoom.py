@@ -33,7 +33,7 @@ from PIL import Image
 from cigeval.images import to_rgb
 from cigeval.tools._format import fmt_box
 from cigeval.tools.base import Box, ToolContext, ToolResult, ToolView
-from cigeval.tools.boxes import clip_box, scale_box
+from cigeval.tools.boxes import clip_box, scale_box, union_box
 from cigeval.tools.settings import ZoomConfig
 
 #: The label of a zoom window in the evidence.
@@ -94,9 +94,7 @@ def windows_for(regions: list[Box], width: int, height: int, config: ZoomConfig)
 
 def _window(regions: list[Box], width: int, height: int, config: ZoomConfig) -> Box:
     """The window showing ``regions`` together: their union with context, framed."""
-    union = Box(min(b.x0 for b in regions), min(b.y0 for b in regions),
-                max(b.x1 for b in regions), max(b.y1 for b in regions))  # fmt: skip
-    return _framed(_padded(union, config.context), width, height, config.max_zoom)
+    return _framed(_padded(union_box(regions), config.context), width, height, config.max_zoom)
 
 
 def _inside(box: Box, window: Box) -> bool:
