@@ -24,8 +24,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from cigeval._caller import in_callers_words
+from cigeval._off_loop import off_loop
 from cigeval._version import __version__
-from cigeval.serve.body import Refused, joined, off_loop, read_chunks
+from cigeval.serve.body import Refused, joined, read_chunks
 from cigeval.serve.metrics import MISSING, ServeMetrics
 from cigeval.serve.models import ScoreRequest, ScoreResponse
 from cigeval.serve.service import QueueFull, ScoringService

@@ -3,23 +3,18 @@
 The body arrives in chunks on the event loop (never more than ``limit`` bytes: a 413 as soon
 as it is known to pass); everything that costs CPU in proportion to its size (joining the
 chunks, unpickling, JSON parsing, base64, image headers, files under ``--image-root``) runs
-in a worker thread through :func:`off_loop`, so ``/health`` and the other requests are
-answered meanwhile.
+in a worker thread through :func:`cigeval._off_loop.off_loop`, so ``/health`` and the other
+requests are answered meanwhile.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from cigeval._caller import in_callers_words
 
 if TYPE_CHECKING:
     from starlette.requests import Request
-
-T = TypeVar("T")
 
 
 class Refused(Exception):
@@ -55,9 +50,3 @@ async def read_chunks(request: Request, limit: int) -> list[bytes]:
 def joined(chunks: list[bytes]) -> bytes:
     """The body's bytes (one chunk is returned as it is)."""
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-async def off_loop(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``function(*args, **kwargs)`` in a worker thread, awaited from the event loop."""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(None, functools.partial(function, *args, **kwargs))

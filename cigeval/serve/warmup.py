@@ -82,7 +82,7 @@ async def warm_up(service: ScoringService) -> None:
     through it (its body parsed off the event loop, as a request's is)."""
     import orjson
 
-    from cigeval.serve.body import off_loop
+    from cigeval._off_loop import off_loop
     from cigeval.serve.inputs import prepare_raw
 
     image = base64.b64encode(_warmup_image()).decode("ascii")

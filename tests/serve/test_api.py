@@ -244,6 +244,32 @@ def test_image_paths_only_inside_the_image_root(tmp_path: Path) -> None:
     assert "no image_root" in no_root["results"][0]["error"]
 
 
+def test_items_prepared_off_the_loop_name_the_flags_under_the_command() -> None:
+    """Under ``cigeval serve`` (run within :func:`command_line`, the event loop in the same
+    context) an item's problem found in a worker thread names the flag, as the command's
+    other messages do: the worker runs with the request's context variables."""
+    import httpx
+
+    from cigeval._caller import command_line
+    from cigeval.serve.app import create_app
+
+    async def ask() -> Any:
+        app = create_app(
+            make_evaluator("http://127.0.0.1:9"), ServeConfig(warmup=False), preflight=False
+        )
+        transport = httpx.ASGITransport(app=app)
+        body = {"items": [{"prompt": "a red square", "image_paths": {"output": "a.png"}}]}
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url="http://serve") as client,
+        ):
+            return (await client.post("/v1/score", json=body)).json()
+
+    with command_line():
+        answer = asyncio.run(ask())
+    assert "no --image-root" in answer["results"][0]["error"]
+
+
 def test_bearer_key_is_required_when_set() -> None:
     settings = ServeConfig(api_key="s3cret-key")
     with FakeOpenAIServer(rule_judge()) as server, served_client(server.base_url, settings) as c:
