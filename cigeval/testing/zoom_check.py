@@ -82,9 +82,10 @@ def check_zoom(
     pairs = planted_pairs(count, seed=seed, size=size)
     by_source, samples = {}, []
     for pair in pairs:
-        (folder / f"{pair.id}-source.png").write_bytes(pair.source_png)
+        source_png = pair.source_png  # encoded on each access: once here
+        (folder / f"{pair.id}-source.png").write_bytes(source_png)
         (folder / f"{pair.id}-output.jpg").write_bytes(pair.edited_jpeg)
-        by_source[hashlib.sha256(pair.source_png).hexdigest()] = pair
+        by_source[hashlib.sha256(source_png).hexdigest()] = pair
         fields = {"id": pair.id, "task": "text_guided_ie", "instruction": pair.instruction,
                   "images": {"source": f"{pair.id}-source.png",
                              "output": f"{pair.id}-output.jpg"}}  # fmt: skip
