@@ -35,7 +35,7 @@ from cigeval.meta.calibrate.inputs import (
 )
 from cigeval.meta.calibrate.result import CalibrationResult, created_now, version
 from cigeval.meta.calibrate.splits import grouped_kfold
-from cigeval.meta.calibrate.ties import BAND_QUANTILES
+from cigeval.meta.calibrate.ties import candidate_bands
 
 #: What a preference cell may say, and the outcome it means (1: A, -1: B, 0: a tie).
 PREFERENCES = {
@@ -87,8 +87,7 @@ def read_preferences(path: str | Path) -> tuple[list[tuple[str, str, int]], str]
 
 def _best_band(difference: np.ndarray, human: np.ndarray) -> float:
     """The band with the best three-way accuracy (the smallest among equals)."""
-    size = np.abs(difference)
-    candidates = sorted({0.0, *(float(np.quantile(size, q)) for q in BAND_QUANTILES)})
+    candidates = candidate_bands(np.abs(difference))
     scores = [float((outcome(difference, band) == human).mean()) for band in candidates]
     return candidates[int(np.argmax(scores))]
 

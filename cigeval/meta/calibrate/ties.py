@@ -17,7 +17,20 @@ from cigeval.meta.agreement import agreement, outcome, prompt_pairs
 #: Quantiles of the within-prompt differences tried as bands (with 0, the stock behaviour).
 BAND_QUANTILES = tuple(round(q, 2) for q in np.arange(0.05, 0.96, 0.05))
 
-__all__ = ["BAND_QUANTILES", "agreement", "choose_band", "outcome", "prompt_pairs"]
+__all__ = [
+    "BAND_QUANTILES",
+    "agreement",
+    "candidate_bands",
+    "choose_band",
+    "outcome",
+    "prompt_pairs",
+]
+
+
+def candidate_bands(sizes: np.ndarray) -> list[float]:
+    """The bands tried, smallest first: 0 and the :data:`BAND_QUANTILES` of ``sizes`` (the
+    absolute differences of two scores)."""
+    return sorted({0.0, *(float(np.quantile(sizes, q)) for q in BAND_QUANTILES)})
 
 
 def choose_band(
@@ -31,7 +44,7 @@ def choose_band(
     diffs = diffs[~np.isnan(diffs)]
     if not len(diffs):
         return 0.0, {"pairs": 0}
-    candidates = sorted({0.0, *(float(np.quantile(diffs, q)) for q in BAND_QUANTILES)})
+    candidates = candidate_bands(diffs)
     scores = []
     for band in candidates:
         agree, counts = agreement(human, values, pairs, band)
