@@ -26,8 +26,9 @@ class ReplyTooLarge(UnreadableReply):
     """A reply that holds more bytes than the cap (or is compressed, so could)."""
 
 
-def _library_of(client_class: type) -> Any:
-    """The HTTP library (httpx, httpx2) whose AsyncClient ``client_class`` is."""
+def http_library(client_class: type) -> Any:
+    """The HTTP library (httpx, httpx2) whose AsyncClient ``client_class`` is (the SDKs'
+    ``DefaultAsyncHttpxClient`` subclasses it)."""
     base = next(c for c in client_class.__mro__ if c.__name__ == "AsyncClient")
     return sys.modules[base.__module__.split(".")[0]]
 
@@ -37,7 +38,7 @@ def reply_cap_hooks(
 ) -> dict[str, list[Callable[[Any], Awaitable[None]]]]:
     """The ``event_hooks`` of an SDK's HTTP client of class ``client_class`` that cap every
     reply at ``max_bytes`` bytes (see the module)."""
-    library = _library_of(client_class)
+    library = http_library(client_class)
 
     class CappedStream(library.AsyncByteStream):  # type: ignore[name-defined]
         def __init__(self, stream: Any) -> None:

@@ -18,7 +18,6 @@ import logging
 import os
 import secrets
 import ssl
-import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -26,7 +25,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from cigeval._caller import in_callers_words
-from cigeval.backends._reply_cap import IDENTITY, reply_cap_hooks
+from cigeval.backends._reply_cap import IDENTITY, http_library, reply_cap_hooks
 from cigeval.backends._retrying import (
     PREFLIGHT_TIMEOUT_S,
     CallFailure,
@@ -443,7 +442,7 @@ def _shared_tls(plain_http: bool) -> ssl.SSLContext | bool:
     import openai
 
     # The HTTP library of the SDK's clients: httpx, or httpx2 in recent SDKs.
-    library = sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split(".")[0]]
+    library = http_library(openai.DefaultAsyncHttpxClient)
     make = getattr(library, "create_ssl_context", None)
     return make() if make is not None else True
 
