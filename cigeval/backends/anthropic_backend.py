@@ -114,23 +114,30 @@ class AnthropicBackend(RetryingBackend):
         self._key = Secret(key)
         self._clients = {url: PerLoop(self._client_factory(url)) for url in self.urls}
 
+    def _sdk_client(self, url: str | None, timeout: float) -> Any:
+        """The SDK's client of one server (of the default one for None): no retry of its
+        own, each reply read up to the policy's ``max_reply_bytes``
+        (:mod:`cigeval.backends._reply_cap`)."""
+        sdk = self._sdk
+        return sdk.AsyncAnthropic(
+            api_key=self._key.value,
+            base_url=url or ANTHROPIC_URL,
+            timeout=timeout,
+            max_retries=0,
+            # a judge call carries the key, the prompt and the images: never redirected
+            http_client=sdk.DefaultAsyncHttpxClient(
+                timeout=timeout,
+                follow_redirects=False,
+                headers=IDENTITY,
+                event_hooks=reply_cap_hooks(
+                    sdk.DefaultAsyncHttpxClient, self.policy.max_reply_bytes
+                ),
+            ),
+        )
+
     def _client_factory(self, url: str | None) -> Any:
         def make() -> Any:
-            return self._sdk.AsyncAnthropic(
-                api_key=self._key.value,
-                base_url=url or ANTHROPIC_URL,
-                timeout=self.policy.timeout_s,
-                max_retries=0,
-                # a judge call carries the key, the prompt and the images: never redirected
-                http_client=self._sdk.DefaultAsyncHttpxClient(
-                    timeout=self.policy.timeout_s,
-                    follow_redirects=False,
-                    headers=IDENTITY,
-                    event_hooks=reply_cap_hooks(
-                        self._sdk.DefaultAsyncHttpxClient, self.policy.max_reply_bytes
-                    ),
-                ),
-            )
+            return self._sdk_client(url, self.policy.timeout_s)
 
         return make
 
@@ -190,20 +197,7 @@ class AnthropicBackend(RetryingBackend):
         sdk = self._sdk
         where = public_url(url) if url else ANTHROPIC_URL
         timeout = min(self.policy.timeout_s, PREFLIGHT_TIMEOUT_S)
-        client = sdk.AsyncAnthropic(
-            api_key=self._key.value,
-            base_url=url or ANTHROPIC_URL,
-            timeout=timeout,
-            max_retries=0,
-            http_client=sdk.DefaultAsyncHttpxClient(
-                timeout=timeout,
-                follow_redirects=False,
-                headers=IDENTITY,
-                event_hooks=reply_cap_hooks(
-                    sdk.DefaultAsyncHttpxClient, self.policy.max_reply_bytes
-                ),
-            ),
-        )
+        client = self._sdk_client(url, timeout)
         problem: str | None = None
         try:
             try:
