@@ -17,10 +17,10 @@ import pytest
 from PIL import Image, ImageOps
 
 from cigeval import Evaluator, RunConfig
-from cigeval.agent import paper_layout
 from cigeval.backends import ScriptedBackend
 from cigeval.config import EvalConfig
 from cigeval.messages import ImagePart, ModelRequest
+from cigeval.prompts import paper_templates as paper_names
 from cigeval.prompts.exact import fill as fill_exact
 from cigeval.sample import sample_from_dict
 from cigeval.tasks import TASK_IDS
@@ -39,7 +39,7 @@ from tests.tools.test_official_difference import reference_box, reference_highli
 
 # no preflight: the scripted judges never ask for Grounding, whose weights are not here
 NO_CACHE = RunConfig(use_cache=False, preflight=False)
-FOCUS = fill_exact(paper_layout.FOCUS, ())  # the built-in paper layout's tool text
+FOCUS = fill_exact(paper_names.FOCUS, ())  # the built-in paper layout's tool text
 COORDINATES = re.compile(r"\[\d+, \d+, \d+, \d+\]")
 HIGHLIGHT_TOOLS = ("Grounding", "Difference")
 

@@ -14,10 +14,10 @@ import pytest
 from PIL import Image
 
 from cigeval import Evaluator, RunConfig
-from cigeval.agent.paper_layout import FOCUS
 from cigeval.backends import ScriptedBackend
 from cigeval.messages import ImagePart, ModelRequest
 from cigeval.prompts.exact import fill as fill_exact
+from cigeval.prompts.paper_templates import FOCUS
 from cigeval.sample import sample_from_dict
 from cigeval.tasks import TASK_IDS, get_task
 from cigeval.testing import request_text, rule_judge

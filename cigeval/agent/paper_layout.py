@@ -34,14 +34,6 @@ if TYPE_CHECKING:
     from cigeval.tasks import SubQuestion, TaskSpec
     from cigeval.tools import Tool, ToolResult
 
-#: The templates' names (:mod:`cigeval.prompts.paper_templates`), kept here for callers.
-PLANNER = paper_names.PLANNER
-SCENE_GRAPH = paper_names.SCENE_GRAPH
-FOCUS = paper_names.FOCUS
-ONE_SCENE_GRAPH = paper_names.ONE_SCENE_GRAPH
-TWO_SCENE_GRAPHS = paper_names.TWO_SCENE_GRAPHS
-judge_template = paper_names.judge_template
-plan_template = paper_names.plan_template
 #: Tools whose official tool text is the focus sentence, whatever they found.
 FOCUS_TOOLS = ("Grounding", "Difference")
 
@@ -80,15 +72,15 @@ def official_plan(config: EvalConfig, spec: TaskSpec) -> bool:
     """Whether the planner's request of ``spec`` takes the official layout."""
     return (
         config.request_layout == "official"
-        and exact_path(plan_template(spec.id), config.prompt_dir) is not None
+        and exact_path(paper_names.plan_template(spec.id), config.prompt_dir) is not None
     )
 
 
 def official_judge(config: EvalConfig, spec: TaskSpec, question: SubQuestion) -> bool:
     """Whether the judge's first request of ``question`` takes the official layout."""
+    template = paper_names.judge_template(spec.id, question.id)
     return (
-        config.request_layout == "official"
-        and exact_path(judge_template(spec.id, question.id), config.prompt_dir) is not None
+        config.request_layout == "official" and exact_path(template, config.prompt_dir) is not None
     )
 
 
@@ -108,14 +100,14 @@ def tool_text(run: SampleRun, result: ToolResult | None) -> str:
     if result is None:
         return ""
     if result.tool in FOCUS_TOOLS:
-        return fill(FOCUS, (), prompt_dir)
+        return fill(paper_names.FOCUS, (), prompt_dir)
     graphs = result.data.get("scene_graph_texts")
     if isinstance(graphs, dict) and len(graphs) in (1, 2):
         texts = [str(t) for t in graphs.values()]
         if len(texts) == 1:
-            return fill(ONE_SCENE_GRAPH, [("scene_graph", texts[0])], prompt_dir)
+            return fill(paper_names.ONE_SCENE_GRAPH, [("scene_graph", texts[0])], prompt_dir)
         pairs = [("scene_graph_1", texts[0]), ("scene_graph_2", texts[1])]
-        return fill(TWO_SCENE_GRAPHS, pairs, prompt_dir)
+        return fill(paper_names.TWO_SCENE_GRAPHS, pairs, prompt_dir)
     return result.text
 
 
@@ -133,7 +125,9 @@ def judge_messages(
     values = [(name, _value(run.sample, name, question)) for name in names]
     values.append(("tool_text", tool_text(run, result)))
     parts: list[TextPart | ImagePart] = [
-        TextPart(fill(judge_template(spec.id, question.id), values, run.config.prompt_dir))
+        TextPart(
+            fill(paper_names.judge_template(spec.id, question.id), values, run.config.prompt_dir)
+        )
     ]
     if can_request_tool:  # cigeval's rounds (--max-rounds > 1): how to ask for a tool
         parts.append(
@@ -200,10 +194,10 @@ def plan_messages(
     choices = " or ".join(name for name, _ in shown)
     placeholders = PLAN_PLACEHOLDERS.get(spec.id, _ANY)
     values = [(name, _value(run.sample, name, None)) for name in placeholders]
-    task = fill(plan_template(spec.id), values, prompt_dir)
+    task = fill(paper_names.plan_template(spec.id), values, prompt_dir)
     # The tools first: the task's text is the sample's, and is never filled in itself.
     filled = [("tools", lines), ("tool_choices", choices), ("task", task)]
-    parts: list[TextPart | ImagePart] = [TextPart(fill(PLANNER, filled, prompt_dir))]
+    parts: list[TextPart | ImagePart] = [TextPart(fill(paper_names.PLANNER, filled, prompt_dir))]
     parts += [ImagePart(image, role) for role, image in _planner_images(run, roles)]
     return [Message("user", tuple(parts))]
 
