@@ -22,10 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.cli._common import EXIT_OK, UsageError
+from cigeval.meta.calibrate import STEPS  # light: the package imports its modules on use
 from cigeval.terminal import safe_text
-
-#: The learned steps ``--skip`` may name (kept in step with cigeval.meta.calibrate.pipeline).
-STEPS = ("aggregation", "jury", "map", "tie_band")
 
 
 def _say(text: str) -> None:

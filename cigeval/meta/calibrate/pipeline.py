@@ -26,6 +26,7 @@ import numpy as np
 
 from cigeval._caller import in_callers_words
 from cigeval.calibration.file import StepReport, TaskCalibration
+from cigeval.meta.calibrate import STEPS
 from cigeval.meta.calibrate.figures import (
     gated_step,
     grouped_ratios,
@@ -35,9 +36,6 @@ from cigeval.meta.calibrate.figures import (
 from cigeval.meta.calibrate.splits import Fold
 from cigeval.meta.calibrate.task_fit import FitOptions, TaskData, fit_task, predict
 from cigeval.meta.calibrate.ties import agreement, prompt_pairs
-
-#: The learned steps, in the order they are tried.
-STEPS = ("aggregation", "jury", "map", "tie_band")
 
 
 @dataclass
