@@ -3,7 +3,7 @@
 Flow-GRPO's ``unifiedreward_score_remote`` posts ``pickle.dumps({"images": [JPEG bytes, ...],
 "prompts": <numpy string array from np.array_split>})`` and reads back a pickled
 ``{"outputs": [float, ...]}``; EditScore's ``RewardClient`` posts PIL images
-(:mod:`cigeval.serve.editscore`). A pickle can name any importable callable, so this
+(:mod:`cigeval.serve.pickle_routes`). A pickle can name any importable callable, so this
 unpickler loads plain containers, bytes, strings and numbers; of numpy only the three globals
 that rebuild a string array (``_reconstruct``, ``ndarray``, ``dtype``), each checked; of
 Pillow only its image classes, rebuilt from their pickled state by a stand-in that checks the
@@ -169,8 +169,3 @@ def load_flow_grpo_body(body: bytes | Any) -> tuple[list[Any], list[str]]:
 def dump_answer(answer: dict[str, Any]) -> bytes:
     """A pickled answer (plain containers, floats and strings only)."""
     return pickle.dumps(answer, protocol=4)
-
-
-def dump_outputs(scores: list[float], extra: dict[str, Any]) -> bytes:
-    """The pickled answer Flow-GRPO reads: ``{"outputs": [...], **extra}``."""
-    return dump_answer({"outputs": scores, **extra})

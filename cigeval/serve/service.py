@@ -195,13 +195,12 @@ def parse_failures(score: Score) -> int:
 
 def batch_stats(
     results: Sequence[ItemResult],
-    keys: Sequence[str | None] | None = None,
+    keys: Sequence[str | None],
     unreadable: int = 0,
     filled: int = 0,
 ) -> BatchStats:
     """Counts by status and the tie statistics of the groups with two scored items or more
-    (``keys``: each item's group; default: the groups the results name)."""
-    keys = keys if keys is not None else [r.group for r in results]
+    (``keys``: each item's group)."""
     by_group: dict[str, list[float]] = {}
     for result, key in zip(results, keys, strict=True):
         if key is not None and result.score is not None:

@@ -161,11 +161,6 @@ class ServeConfig(BaseModel):
             )
         return self
 
-    @property
-    def fill_value(self) -> float | None:
-        """The constant a reward without a score is filled with (None: nan or group-mean)."""
-        return None if self.fill_unscored in FILL_MODES else float(self.fill_unscored)
-
     def check_bind(self) -> None:
         """Refuse a bind that other machines can reach unless an API key guards it."""
         if not is_local_host(self.host) and not self.api_key:
