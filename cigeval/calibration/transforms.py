@@ -19,7 +19,6 @@ is what it was measured doing.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -132,8 +131,3 @@ def decide_votes(features: np.ndarray, model: Mapping[str, Any]) -> list[str]:
     logits = features @ coef.T + intercept
     labels = list(model["classes"])
     return [labels[i] for i in np.argmax(logits, axis=1)]
-
-
-def finite_or_none(value: float) -> float | None:
-    """A JSON-safe float: None for NaN or infinity."""
-    return float(value) if value is not None and math.isfinite(value) else None
