@@ -21,6 +21,15 @@ def generator_of(record: Mapping[str, Any]) -> str:
     return NO_GENERATOR if model is None or model == "" else str(model)
 
 
+def value_at(data: Mapping[str, Any], path: str) -> Any:
+    """The value at the dotted ``path`` of ``data`` (``metadata.tag``, ``config.tools``), or
+    None where a step of it is missing or no mapping."""
+    value: Any = data
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
 #: The group of a record that holds nothing under the field grouped by.
 NO_VALUE = "(none)"
 
@@ -32,9 +41,7 @@ def group_of(record: Mapping[str, Any], name: str) -> str:
     conditions (``subject``); :data:`NO_VALUE` where it has none."""
     value: Any = None
     if "." in name:
-        value = record
-        for part in name.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
+        value = value_at(record, name)
     else:
         for place in (record, record.get("metadata"), record.get("conditions")):
             if isinstance(place, Mapping) and place.get(name) is not None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from cigeval.results.fingerprint import differing_settings, fingerprint_of, settings_of_record
 from cigeval.results.jsonl import SkippedLine, last_record_per_id, read_records
+from cigeval.results.record import value_at
 from cigeval.rubrics.base import out_of_range
 from cigeval.rubrics.registry import record_score_range
 
@@ -152,9 +153,7 @@ def _short(name: str) -> str:
 
 
 def _setting_value(settings: Mapping[str, Any], name: str) -> str:
-    value: Any = settings
-    for part in name.split("."):
-        value = value.get(part) if isinstance(value, Mapping) else None
+    value = value_at(settings, name)
     if name == "judges" and isinstance(value, list):  # where each judge was asked
         value = "+".join(
             str(j.get("endpoint") or j.get("judge")) for j in value if isinstance(j, Mapping)
