@@ -709,7 +709,7 @@ class Evaluator:
                     # a lazy source (a samples file, the hashes of a resumed run's images)
                     # is read off the event loop, so a signal is handled at once
                     taken = (
-                        list(islice(iterator, wanted))
+                        _take(iterator, wanted)
                         if in_memory
                         else await off_loop(_take, iterator, wanted)
                     )
