@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from cigeval.calibration.file import StepReport
-from cigeval.meta.average import average_correlations
 from cigeval.stats import percentile_interval, rowwise_correlation
 
 #: Resamples behind every interval, and the intervals' level, unless told otherwise.
@@ -182,8 +181,3 @@ def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(values, axis=axis)
-
-
-def paper_average(values: Sequence[float]) -> float:
-    """tanh of the mean (the published averaging), NaN values left out."""
-    return average_correlations(values, "paper", "omit")
