@@ -83,6 +83,11 @@ class Predictions:
     high: np.ndarray
     band: np.ndarray
 
+    @classmethod
+    def empty(cls, n: int) -> Predictions:
+        """Predictions for ``n`` items, every one NaN (none held out yet)."""
+        return cls(*(np.full(n, np.nan) for _ in range(5)))
+
 
 @dataclass
 class Outcome:
@@ -103,8 +108,7 @@ def _fit_and_predict(
     items: Items, judges: Sequence[int], train: np.ndarray, test: np.ndarray, options: FitOptions
 ) -> tuple[dict[str, TaskCalibration], dict[str, Any], Predictions]:
     """Fit each task on ``train`` (global indices) and predict ``test``."""
-    n = len(items.keys)
-    out = Predictions(*(np.full(n, np.nan) for _ in range(5)))
+    out = Predictions.empty(len(items.keys))
     fits: dict[str, TaskCalibration] = {}
     chosen: dict[str, Any] = {}
     for task in sorted(set(items.tasks[train].tolist())):
@@ -155,8 +159,7 @@ class _Staging:
     def run(
         self, judges_of: Callable[[int], tuple[int, ...]], **steps: Any
     ) -> tuple[Predictions, list[dict[str, Any]]]:
-        n = len(self.items.keys)
-        pooled = Predictions(*(np.full(n, np.nan) for _ in range(5)))
+        pooled = Predictions.empty(len(self.items.keys))
         chosen = []
         options = replace(self.options, **steps)
         for k, fold in enumerate(self.folds):
