@@ -130,20 +130,24 @@ def fan_out(state: AgentState, runtime: Runtime[AgentContext]) -> list[Send]:
     questions = runtime.context.spec.sub_questions
     sends = []
     for index, question in enumerate(questions):
-        item = state["plan"][question.id]
-        start: QuestionState = {
-            "index": index,
-            "item": item,
-            "round": 1,
-            "result": None,
-            "conversation": [],
-            "request": None,
-            "steps": [],
-            "notes": [item.note] if item.note else [],
-            "evidence": [],
-        }
-        sends.append(Send("answer", start))
+        sends.append(Send("answer", first_round(index, state["plan"][question.id])))
     return sends
+
+
+def first_round(index: int, item: PlanItem) -> QuestionState:
+    """The state a sub-question (the ``index``-th of its task) starts from, with its plan
+    ``item``: round 1, nothing asked or run yet, the plan's note (if any) noted."""
+    return {
+        "index": index,
+        "item": item,
+        "round": 1,
+        "result": None,
+        "conversation": [],
+        "request": None,
+        "steps": [],
+        "notes": [item.note] if item.note else [],
+        "evidence": [],
+    }
 
 
 async def act_node(state: QuestionState, runtime: Runtime[AgentContext]) -> dict[str, Any]:

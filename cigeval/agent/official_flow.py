@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from cigeval._caller import in_callers_words
 from cigeval.agent import official_reading as official
-from cigeval.agent.graph import FALLBACK, AgentContext, act_node, finished_sub_score
+from cigeval.agent.graph import (
+    FALLBACK,
+    AgentContext,
+    act_node,
+    finished_sub_score,
+    first_round,
+)
 from cigeval.agent.judging import build_judge_messages
 from cigeval.agent.official_reading import OfficialReadError
 from cigeval.agent.plan import PlanItem, build_plan_messages, shares_entries, task_ids
@@ -259,14 +265,7 @@ async def _ask_all(ctx: AgentContext, plan: Any, attempt: int) -> list[_Judged]:
             run.trace.add(ThoughtEvent(text=item.reasoning, question_id=question.id))
         if item.note:
             run.trace.add(ErrorEvent(stage=FALLBACK, message=item.note, question_id=question.id))
-        state: dict[str, Any] = {
-            "index": index,
-            "item": item,
-            "round": 1,
-            "steps": [],
-            "notes": [item.note] if item.note else [],
-            "evidence": [],
-        }
+        state: dict[str, Any] = dict(first_round(index, item))
         state.update(await act_node(cast("QuestionState", state), runtime))
         messages = build_judge_messages(run, question, state.get("result"), False, [])
         reply = await run.judge.call("judge", messages, question.id, attempt=attempt, retries=0)
