@@ -199,13 +199,18 @@ def build_config(
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{flag_of(model, '.'.join(str(p) for p in err['loc']))}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise UsageError(problems) from None
+        raise UsageError("; ".join(_problem(model, err) for err in exc.errors())) from None
     except (ValueError, CigevalError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def _problem(model: type[BaseModel], error: Any) -> str:
+    """One validation error as ``--flag: message``; a check across several flags (an error
+    of the whole model, at no field) has no flag of its own, and its message is told alone."""
+    path = ".".join(str(p) for p in error["loc"])
+    if not path:
+        return str(error["msg"]).removeprefix("Value error, ")
+    return f"{flag_of(model, path)}: {error['msg']}"
 
 
 def add_served_judge_flags(p: argparse.ArgumentParser) -> None:

@@ -74,10 +74,7 @@ def build_settings(args: argparse.Namespace, run_config: RunConfig) -> ServeConf
     }
     if "max_image_bytes" in config_values(args, RunConfig):  # else the service's own default
         base["max_image_bytes"] = run_config.max_image_bytes
-    try:
-        settings: ServeConfig = build_config(args, ServeConfig, base=base)
-    except UsageError as exc:  # a check across flags has no flag of its own to name
-        raise UsageError(str(exc).removeprefix(": ").removeprefix("Value error, ")) from None
+    settings: ServeConfig = build_config(args, ServeConfig, base=base)
     try:
         settings.check_bind()
     except CigevalError as exc:

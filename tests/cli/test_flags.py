@@ -114,6 +114,20 @@ def test_a_bad_value_names_its_flag(
     assert message in capsys.readouterr().err
 
 
+def test_a_check_across_flags_is_told_without_a_flag_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error of the whole config (no field) has no flag to name: its message alone, not
+    after an empty flag and pydantic's 'Value error, '."""
+    samples = write_jsonl(tmp_path / "s.jsonl", seven_task_samples(tmp_path)[:1])
+    argv = ["evaluate", str(samples), "--model", "openai:m@http://127.0.0.1:9/v1"]
+    flags = ["--reply-parsing", "official", "--max-rounds", "2"]
+    assert main([*argv, "--out", str(tmp_path / "r.jsonl"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert "error: reply_parsing official reads replies as the official code" in err, err
+    assert "Value error" not in err, err
+
+
 class _no_raise:
     def __enter__(self) -> None:
         return None
