@@ -29,6 +29,7 @@ from cigeval.errors import InputError
 from cigeval.meta.cells import BadCell, read_table
 from cigeval.meta.frames import record_uid, task_id
 from cigeval.meta.viescore_table import VIESCORE_COLUMNS, parse_score_list
+from cigeval.results.record import value_at
 
 #: The VIEScore table column holding each dimension's score lists.
 _COLUMN = {"SC": "sc_score", "PQ": "pq_score"}
@@ -259,9 +260,7 @@ def prompt_group(record: Mapping[str, Any], field: str | None = None) -> str:
     ``metadata.uid``, else its text conditions, else its id; within its task."""
     task = str(record.get("task"))
     if field:
-        value: Any = record
-        for part in field.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
+        value = value_at(record, field)
         if value is None:
             raise InputError(f"record {record.get('id')!r} has no {field!r} to group by")
         return f"{task}/{value}"
