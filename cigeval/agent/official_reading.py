@@ -60,13 +60,18 @@ def clean_text(text: str) -> str:
     return match.group(1) if match else text
 
 
-def loads(reply: str) -> Any:
-    """The JSON of a reply as ``GPTResponse2JSON`` reads it before any repair; ValueError
-    (or RecursionError) when it cannot, which sends the reply to the repair request."""
+def _json_text(reply: str) -> str:
+    """The text ``GPTResponse2JSON`` hands to ``json.loads`` before any repair."""
     text = clean_text(reply)
     if "```json" in text:  # an opening fence left: fences and every "json" go
         text = text.replace("```", "").replace("json", "").strip()
-    return json.loads(text)
+    return text
+
+
+def loads(reply: str) -> Any:
+    """The JSON of a reply as ``GPTResponse2JSON`` reads it before any repair; ValueError
+    (or RecursionError) when it cannot, which sends the reply to the repair request."""
+    return json.loads(_json_text(reply))
 
 
 def repair_input(reply: str) -> str:
@@ -172,10 +177,7 @@ def _score_keys(reply: str) -> int:
         return dict(pairs)
 
     try:
-        text = clean_text(reply)
-        if "```json" in text:
-            text = text.replace("```", "").replace("json", "").strip()
-        json.loads(text, object_pairs_hook=count)
+        json.loads(_json_text(reply), object_pairs_hook=count)
     except (ValueError, RecursionError):
         return 0
     return counted[0]
