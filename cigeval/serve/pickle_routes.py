@@ -27,7 +27,14 @@ from typing import Any
 
 from cigeval._caller import in_callers_words
 from cigeval.serve.body import Refused
-from cigeval.serve.inputs import ItemProblem, PreparedItem, group_key, identity, sample_of
+from cigeval.serve.inputs import (
+    ItemProblem,
+    PreparedItem,
+    group_key,
+    identity,
+    named_group,
+    sample_of,
+)
 from cigeval.serve.models import ItemResult, ScoreResponse
 from cigeval.serve.pickle_body import (
     PickledImage,
@@ -142,8 +149,7 @@ def _editscore_item(
     index: int, sources: Any, output: Any, meta_value: Any, *, settings: ServeConfig
 ) -> tuple[PreparedItem, dict[str, Any]]:
     meta = _meta(meta_value)
-    group = meta.get("group")
-    group = None if group is None else str(group)
+    group = named_group(None, meta)
     instruction = meta.get("instruction", meta.get("prompt"))
     key = group_key(group, instruction if isinstance(instruction, str) else None, _sources(sources))
     try:

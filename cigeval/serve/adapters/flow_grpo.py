@@ -17,6 +17,7 @@ from typing import Any
 
 from cigeval.serve.adapters.images import batch_images
 from cigeval.serve.adapters.scorer import ImageScorer, Pair, rewards_of
+from cigeval.serve.inputs import named_group
 
 
 class FlowGRPOReward:
@@ -83,8 +84,5 @@ class FlowGRPOReward:
         pairs = []
         for prompt, image, meta in zip(prompts, outputs, metas, strict=False):
             meta = meta if isinstance(meta, dict) else {}
-            group = meta.get("group")
-            pairs.append(
-                Pair(prompt, image, meta.get("source"), None if group is None else str(group))
-            )
+            pairs.append(Pair(prompt, image, meta.get("source"), named_group(None, meta)))
         return self.scorer.judge(pairs)

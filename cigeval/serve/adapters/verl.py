@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from cigeval.serve.adapters.scorer import ImageScorer, Judged, NoScores, Pair, rewards_of
+from cigeval.serve.inputs import named_group
 
 
 def _pair(solution_image: Any, ground_truth: Any, extra_info: Any) -> Pair:
@@ -43,12 +44,11 @@ def _pair(solution_image: Any, ground_truth: Any, extra_info: Any) -> Pair:
     prompt = extra.get("prompt", extra.get("raw_prompt", ground_truth))
     if isinstance(prompt, list):  # a chat prompt: the text of its messages
         prompt = " ".join(str(m.get("content", "")) for m in prompt if isinstance(m, dict))
-    group = extra.get("group")
     return Pair(
         "" if prompt is None else str(prompt),
         image,
         extra.get("source_image"),
-        None if group is None else str(group),
+        named_group(None, extra),
     )
 
 
