@@ -28,16 +28,21 @@ _HEAD_BYTES = 64 * 1024
 _NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def _reads_as_jsonl(path: Path) -> bool:
-    """Whether the first non-blank line of ``path`` is a JSON object or array (results,
-    samples, any JSON lines), read without following the path if it is no regular file."""
+def _head(path: Path) -> bytes | None:
+    """The first bytes of the file at ``path`` (enough to tell what it holds), read without
+    following the path if it is no regular file; None when it cannot be read."""
     from cigeval._regular_file import open_regular
 
     try:
         with open_regular(path) as handle:
-            head = handle.read(_HEAD_BYTES)
+            return handle.read(_HEAD_BYTES)
     except OSError:
-        return False
+        return None
+
+
+def _reads_as_jsonl(head: bytes) -> bool:
+    """Whether the first non-blank line of a file starting with ``head`` is a JSON object or
+    array (results, samples, any JSON lines)."""
     for line in head.splitlines():
         text = line.strip().lstrip(b"\xef\xbb\xbf")
         if not text:
@@ -52,17 +57,13 @@ def _reads_as_jsonl(path: Path) -> bool:
     return False
 
 
-def _page_or_empty(path: Path) -> bool:
-    """Whether the file at ``path`` may be replaced by a page: an HTML page (an earlier
-    report), an empty file, or a link (the link is replaced, its target left alone)."""
-    from cigeval._regular_file import open_regular
-
-    try:
-        if os.path.islink(path):
-            return True
-        with open_regular(path) as handle:
-            head = handle.read(_HEAD_BYTES)
-    except OSError:
+def _page_or_empty(path: Path, head: bytes | None) -> bool:
+    """Whether the file at ``path``, starting with ``head``, may be replaced by a page: an
+    HTML page (an earlier report), an empty file, or a link (the link is replaced, its target
+    left alone)."""
+    if os.path.islink(path):
+        return True
+    if head is None:
         return True  # what cannot be read is refused or fails when written, in its words
     text = head.lstrip(b"\xef\xbb\xbf").lstrip().lower()
     return not text or text.startswith((b"<!doctype html", b"<html"))
@@ -93,12 +94,13 @@ def refuse_output_over_inputs(out: Path, inputs: Iterable[tuple[str, Path]]) -> 
             f"-o {shown} is the results file of a run that is writing it (its lock "
             f"{safe_text(lock_path(out))} exists); choose another output path"
         )
-    if status is not None and _reads_as_jsonl(out):
+    head = _head(out) if status is not None else None
+    if head is not None and _reads_as_jsonl(head):
         raise InputError(
             f"-o {shown} holds JSON lines (results or samples?), not a report page; it was "
             "left as it was: choose another output path or remove it first"
         )
-    if status is not None and not _page_or_empty(out):
+    if status is not None and not _page_or_empty(out, head):
         raise InputError(
             f"-o {shown} holds something other than an HTML page (an image the records "
             "show?); it was left as it was: choose another output path or remove it first"
