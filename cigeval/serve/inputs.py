@@ -91,11 +91,14 @@ def image_bytes(data: bytes, settings: ServeConfig, what: str) -> bytes:
     except Exception as exc:
         raise ItemProblem(f"{what}: not a readable image ({type(exc).__name__})") from None
     if width * height > settings.max_pixels:
-        raise ItemProblem(
-            f"{what}: {width}x{height} pixels is over the server's limit of "
-            f"{settings.max_pixels} ({in_callers_words('--max-pixels', 'max_pixels')})"
-        )
+        raise ItemProblem(f"{what}: {over_pixel_limit(width, height, settings.max_pixels)}")
     return data
+
+
+def over_pixel_limit(width: int, height: int, max_pixels: int) -> str:
+    """Why an image of ``width`` x ``height`` pixels is refused: over ``max_pixels``."""
+    option = in_callers_words("--max-pixels", "max_pixels")
+    return f"{width}x{height} pixels is over the server's limit of {max_pixels} ({option})"
 
 
 def decode_b64_image(text: Any, settings: ServeConfig, what: str) -> bytes:
@@ -263,10 +266,8 @@ def _checked(image: Any, settings: ServeConfig, what: str) -> Any:
 
     if isinstance(image, Image.Image):
         if image.width * image.height > settings.max_pixels:
-            raise ItemProblem(
-                f"{what}: {image.width}x{image.height} pixels is over the server's limit of "
-                f"{settings.max_pixels} ({in_callers_words('--max-pixels', 'max_pixels')})"
-            )
+            problem = over_pixel_limit(image.width, image.height, settings.max_pixels)
+            raise ItemProblem(f"{what}: {problem}")
         return image
     raise ItemProblem(f"{what}: expected image file bytes, got {type(image).__name__}")
 
@@ -290,6 +291,7 @@ __all__ = [
     "identity",
     "image_bytes",
     "named_group",
+    "over_pixel_limit",
     "prepare",
     "prepare_raw",
     "sample_of",

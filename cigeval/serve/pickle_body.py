@@ -18,7 +18,7 @@ import io
 import pickle
 from typing import Any
 
-from cigeval._caller import in_callers_words
+from cigeval.serve.inputs import over_pixel_limit
 
 #: The modules numpy 1.x and 2.x name ``_reconstruct`` from.
 _MULTIARRAY = ("numpy.core.multiarray", "numpy._core.multiarray")
@@ -67,10 +67,7 @@ def _image_from_state(state: Any, max_pixels: int) -> Any:
         raise ValueError(f"image size {size!r} is not two positive integers")
     width, height = size
     if width * height > max_pixels:
-        raise ValueError(
-            f"{width}x{height} pixels is over the server's limit of {max_pixels} "
-            f"({in_callers_words('--max-pixels', 'max_pixels')})"
-        )
+        raise ValueError(over_pixel_limit(width, height, max_pixels))
     row = -(-width // 8) if mode == "1" else width * _MODE_BYTES[mode]
     if not isinstance(data, bytes) or len(data) != row * height:
         raise ValueError(f"pixel data of a {mode} {width}x{height} image has the wrong length")
