@@ -96,10 +96,10 @@ def _score_body(chunks: list[bytes]) -> tuple[list[Any], bool]:
     return data["items"], reasoning
 
 
-def _prepared(raws: list[Any], settings: ServeConfig) -> list[PreparedItem]:
+def _prepared(raws: list[Any], settings: ServeConfig) -> tuple[list[PreparedItem], None]:
     from cigeval.serve.inputs import prepare_raw
 
-    return [prepare_raw(raw, index, settings) for index, raw in enumerate(raws)]
+    return [prepare_raw(raw, index, settings) for index, raw in enumerate(raws)], None
 
 
 def _unirl_prepared(raws: list[Any], settings: ServeConfig) -> tuple[list[Any], list[list[str]]]:
@@ -183,14 +183,13 @@ def create_app(
     async def judged(
         request: Request, raws: list[Any], prepare: Callable[..., Any], protocol: str, **kw: Any
     ) -> tuple[ScoreResponse, Any]:
-        """Admit ``raws``, prepare them off the loop, judge them: the answer, and what
-        ``prepare`` returned beside the items (if it returns a pair)."""
+        """Admit ``raws``, prepare them off the loop (``prepare`` returns the items and
+        what goes with them, or None), judge them: the answer, and what went with the items."""
         arrived = request.state.arrived
         if len(raws) <= settings.max_queue:  # a batch past the queue is told about that
             _check_count(len(raws), settings)
         with service().admitted(len(raws)):
-            prepared = await off_loop(prepare, raws, settings)
-            items, extra = prepared if isinstance(prepared, tuple) else (prepared, None)
+            items, extra = await off_loop(prepare, raws, settings)
             answer = await service().judge(items, arrived=arrived, protocol=protocol, **kw)
         return answer, extra
 
