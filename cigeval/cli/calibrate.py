@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cigeval.cli._common import EXIT_OK, UsageError
-from cigeval.meta.calibrate import STEPS  # light: the package imports its modules on use
+from cigeval.meta.calibrate.steps import STEPS  # light: imports nothing
 from cigeval.terminal import safe_text
 
 

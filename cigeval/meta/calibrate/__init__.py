@@ -20,10 +20,6 @@ if TYPE_CHECKING:
     from cigeval.meta.calibrate.scores import calibrate_imagenhub, calibrate_labels
     from cigeval.meta.calibrate.votes import calibrate_votes
 
-#: The learned steps of a score calibration, in the order they are tried (defined here, where
-#: importing them costs nothing, for the ``calibrate`` command's ``--skip`` choices).
-STEPS = ("aggregation", "jury", "map", "tie_band")
-
 _LAZY = {
     "calibrate": ".run",
     "calibrate_imagenhub": ".scores",

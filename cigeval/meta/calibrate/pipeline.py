@@ -26,7 +26,6 @@ import numpy as np
 
 from cigeval._caller import in_callers_words
 from cigeval.calibration.file import StepReport, TaskCalibration
-from cigeval.meta.calibrate import STEPS
 from cigeval.meta.calibrate.figures import (
     gated_step,
     grouped_ratios,
@@ -34,6 +33,7 @@ from cigeval.meta.calibrate.figures import (
     ranking_average,
 )
 from cigeval.meta.calibrate.splits import Fold
+from cigeval.meta.calibrate.steps import STEPS
 from cigeval.meta.calibrate.task_fit import FitOptions, TaskData, fit_task, predict
 from cigeval.meta.calibrate.ties import agreement, prompt_pairs
 

@@ -20,7 +20,6 @@ import numpy as np
 from cigeval._caller import in_callers_words
 from cigeval.calibration.file import Calibration
 from cigeval.errors import InputError
-from cigeval.meta.calibrate import STEPS
 from cigeval.meta.calibrate._sklearn import in_one_thread
 from cigeval.meta.calibrate.heldout import heldout_figures
 from cigeval.meta.calibrate.inputs import (
@@ -38,6 +37,7 @@ from cigeval.meta.calibrate.pipeline import Items, Outcome, ScoreCalibrator
 from cigeval.meta.calibrate.preferences import calibrate_preferences, is_preference_csv
 from cigeval.meta.calibrate.result import CalibrationResult, created_now, version
 from cigeval.meta.calibrate.splits import Fold, grouped_kfold, official_fold
+from cigeval.meta.calibrate.steps import STEPS
 from cigeval.meta.calibrate.task_fit import FitOptions
 
 PROCEDURE = (
